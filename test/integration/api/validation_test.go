@@ -1,0 +1,306 @@
+package api_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// rejection is one cause the apiserver gives for refusing an object.
+type rejection struct {
+	field   string
+	message string // the cause's message must contain this
+}
+
+
+// TestSchemaRejectsInvalidPolicies applies each invalid object to the real
+// apiserver and asserts the exact field and message of the rejection.
+func TestSchemaRejectsInvalidPolicies(t *testing.T) {
+	ensureNamespace(t, "fleet")
+	cases := []struct {
+		name string
+		yaml string
+		want rejection
+	}{
+		{
+			name: "propagation policy without resource selectors",
+			yaml: ppWith(`resourceSelectors: []`),
+			want: rejection{"spec.resourceSelectors", "should have at least 1 items"},
+		},
+		{
+			name: "spreadByField and spreadByLabel together",
+			yaml: ppWith(`placement: {spreadConstraints: [{spreadByField: cluster, spreadByLabel: tier, minGroups: 1}]}`),
+			want: rejection{"spec.placement.spreadConstraints[0]", "spreadByField and spreadByLabel are mutually exclusive"},
+		},
+		{
+			name: "spread constraint naming neither field nor label",
+			yaml: ppWith(`placement: {spreadConstraints: [{minGroups: 1}]}`),
+			want: rejection{"spec.placement.spreadConstraints[0]", "one of spreadByField or spreadByLabel is required"},
+		},
+		{
+			name: "maxGroups below minGroups",
+			yaml: ppWith(`placement: {spreadConstraints: [{spreadByField: cluster, minGroups: 3, maxGroups: 2}]}`),
+			want: rejection{"spec.placement.spreadConstraints[0].maxGroups", "maxGroups must be greater than or equal to minGroups"},
+		},
+		{
+			name: "spread by region without a cluster spread constraint",
+			yaml: ppWith(`placement: {spreadConstraints: [{spreadByField: region, minGroups: 2}]}`),
+			want: rejection{"spec.placement.spreadConstraints", "a spreadByField constraint on region, zone or provider needs a spreadByField: cluster constraint as well"},
+		},
+		{
+			name: "unknown spread field",
+			yaml: ppWith(`placement: {spreadConstraints: [{spreadByField: rack}]}`),
+			want: rejection{"spec.placement.spreadConstraints[0].spreadByField", `Unsupported value: "rack"`},
+		},
+		{
+			name: "static weight below 1",
+			yaml: ppWith(`placement: {replicaScheduling: {replicaSchedulingType: Divided, replicaDivisionPreference: Weighted, weightPreference: {staticWeightList: [{targetCluster: {clusterNames: [m1]}, weight: 0}]}}}`),
+			want: rejection{"spec.placement.replicaScheduling.weightPreference.staticWeightList[0].weight", "should be greater than or equal to 1"},
+		},
+		{
+			name: "static and dynamic weights together",
+			yaml: ppWith(`placement: {replicaScheduling: {replicaSchedulingType: Divided, replicaDivisionPreference: Weighted, weightPreference: {dynamicWeight: AvailableReplicas, staticWeightList: [{targetCluster: {clusterNames: [m1]}, weight: 1}]}}}`),
+			want: rejection{"spec.placement.replicaScheduling.weightPreference", "staticWeightList and dynamicWeight are mutually exclusive"},
+		},
+		{
+			name: "weight preference without Weighted division",
+			yaml: ppWith(`placement: {replicaScheduling: {replicaSchedulingType: Divided, replicaDivisionPreference: Aggregated, weightPreference: {dynamicWeight: AvailableReplicas}}}`),
+			want: rejection{"spec.placement.replicaScheduling", "weightPreference needs replicaDivisionPreference: Weighted"},
+		},
+		{
+			name: "division preference on Duplicated",
+			yaml: ppWith(`placement: {replicaScheduling: {replicaSchedulingType: Duplicated, replicaDivisionPreference: Aggregated}}`),
+			want: rejection{"spec.placement.replicaScheduling", "replicaDivisionPreference applies only to replicaSchedulingType Divided"},
+		},
+		{
+			name: "unknown replica scheduling type",
+			yaml: ppWith(`placement: {replicaScheduling: {replicaSchedulingType: Spread}}`),
+			want: rejection{"spec.placement.replicaScheduling.replicaSchedulingType", `Unsupported value: "Spread"`},
+		},
+		{
+			name: "clusterAffinity and clusterAffinities together",
+			yaml: ppWith(`placement: {clusterAffinity: {clusterNames: [m1]}, clusterAffinities: [{affinityName: a, clusterNames: [m2]}]}`),
+			want: rejection{"spec.placement", "clusterAffinity and clusterAffinities are mutually exclusive"},
+		},
+		{
+			name: "duplicate affinity names",
+			yaml: ppWith(`placement: {clusterAffinities: [{affinityName: a, clusterNames: [m1]}, {affinityName: a, clusterNames: [m2]}]}`),
+			want: rejection{"spec.placement.clusterAffinities", "affinityName must be unique within clusterAffinities"},
+		},
+		{
+			name: "field selector on an unknown field",
+			yaml: ppWith(`placement: {clusterAffinity: {fieldSelector: {matchExpressions: [{key: color, operator: In, values: [blue]}]}}}`),
+			want: rejection{"spec.placement.clusterAffinity.fieldSelector.matchExpressions[0].key", `Unsupported value: "color"`},
+		},
+		{
+			name: "unknown conflict resolution",
+			yaml: ppWith(`conflictResolution: Merge`),
+			want: rejection{"spec.conflictResolution", `Unsupported value: "Merge"`},
+		},
+		{
+			name: "unknown purge mode",
+			yaml: ppWith(`failover: {cluster: {purgeMode: Later}}`),
+			want: rejection{"spec.failover.cluster.purgeMode", `Unsupported value: "Later"`},
+		},
+		{
+			name: "plaintext overrider with an unknown operator",
+			yaml: opWith(`plaintext: [{path: /spec/replicas, operator: update, value: 3}]`),
+			want: rejection{"spec.overrideRules[0].overriders.plaintext[0].operator", `Unsupported value: "update"`},
+		},
+		{
+			name: "plaintext overrider path not a JSON pointer",
+			yaml: opWith(`plaintext: [{path: spec.replicas, operator: replace, value: 3}]`),
+			want: rejection{"spec.overrideRules[0].overriders.plaintext[0].path", `should match '^/'`},
+		},
+		{
+			name: "image overrider with an unknown component",
+			yaml: opWith(`imageOverrider: [{component: Digest, operator: replace, value: sha256}]`),
+			want: rejection{"spec.overrideRules[0].overriders.imageOverrider[0].component", `Unsupported value: "Digest"`},
+		},
+		{
+			name: "image replace without a value",
+			yaml: opWith(`imageOverrider: [{component: Registry, operator: replace}]`),
+			want: rejection{"spec.overrideRules[0].overriders.imageOverrider[0].value", "value is required when operator is add or replace"},
+		},
+		{
+			name: "command overrider with replace",
+			yaml: opWith(`commandOverrider: [{containerName: web, operator: replace, value: [x]}]`),
+			want: rejection{"spec.overrideRules[0].overriders.commandOverrider[0].operator", `Unsupported value: "replace"`},
+		},
+		{
+			name: "labels overrider with an unknown operator",
+			yaml: opWith(`labelsOverrider: [{operator: merge, value: {a: b}}]`),
+			want: rejection{"spec.overrideRules[0].overriders.labelsOverrider[0].operator", `Unsupported value: "merge"`},
+		},
+		{
+			name: "field overrider with both json and yaml",
+			yaml: opWith(`fieldOverrider: [{fieldPath: /data/c, json: [{subPath: /a, operator: remove}], yaml: [{subPath: /a, operator: remove}]}]`),
+			want: rejection{"spec.overrideRules[0].overriders.fieldOverrider[0]", "exactly one of json or yaml is required"},
+		},
+		{
+			name: "static assignments exceeding overall",
+			yaml: frqWith(`{overall: {cpu: "10", memory: 10Gi}, staticAssignments: [{clusterName: m1, hard: {cpu: "6"}}, {clusterName: m2, hard: {cpu: 4500m, memory: 1Gi}}]}`),
+			want: rejection{"spec.staticAssignments", "the sum of staticAssignments exceeds overall for cpu"},
+		},
+		{
+			name: "static assignment naming a resource overall does not",
+			yaml: frqWith(`{overall: {cpu: "10"}, staticAssignments: [{clusterName: m1, hard: {cpu: "1", pods: "5"}}]}`),
+			want: rejection{"spec.staticAssignments", "staticAssignments may only name resources that overall names; not in overall: pods"},
+		},
+		{
+			name: "duplicate static assignment",
+			yaml: frqWith(`{overall: {cpu: "10"}, staticAssignments: [{clusterName: m1, hard: {cpu: "1"}}, {clusterName: m1, hard: {cpu: "1"}}]}`),
+			want: rejection{"spec.staticAssignments", "clusterName must be unique within staticAssignments"},
+		},
+		{
+			name: "negative overall quantity",
+			yaml: frqWith(`{overall: {cpu: "-2", memory: 1Gi}}`),
+			want: rejection{"spec.overall", "quantities must not be negative: cpu"},
+		},
+		{
+			name: "unparsable overall quantity",
+			yaml: frqWith(`{overall: {cpu: lots}}`),
+			want: rejection{"spec.overall.cpu", "should match"},
+		},
+		{
+			name: "empty overall",
+			yaml: frqWith(`{overall: {}}`),
+			want: rejection{"spec.overall", "should have at least 1 properties"},
+		},
+		{
+			name: "taint policy without conditions",
+			yaml: ctpWith(`{taints: [{key: k, effect: NoSchedule}]}`),
+			want: rejection{"spec", "at least one of addOnConditions or removeOnConditions is required"},
+		},
+		{
+			name: "taint policy with PreferNoSchedule",
+			yaml: ctpWith(`{addOnConditions: [{conditionType: Ready, operator: In, statusValues: ["False"]}], taints: [{key: k, effect: PreferNoSchedule}]}`),
+			want: rejection{"spec.taints[0].effect", `Unsupported value: "PreferNoSchedule"`},
+		},
+		{
+			name: "taint policy with an unknown condition status",
+			yaml: ctpWith(`{addOnConditions: [{conditionType: Ready, operator: In, statusValues: ["Maybe"]}], taints: [{key: k, effect: NoSchedule}]}`),
+			want: rejection{"spec.addOnConditions[0].statusValues[0]", `Unsupported value: "Maybe"`},
+		},
+		{
+			name: "member with an unknown sync mode",
+			yaml: `
+apiVersion: cluster.flotilla.io/v1alpha1
+kind: MemberCluster
+metadata: {name: bad-mode}
+spec: {clusterRef: {namespace: ns, name: c}, syncMode: Sideways}`,
+			want: rejection{"spec.syncMode", `Unsupported value: "Sideways"`},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := createFromYAML(t, tc.yaml)
+			assertRejected(t, err, tc.want)
+		})
+	}
+}
+
+// TestMemberClusterRefIsImmutable checks that a member cannot be re-pointed
+// at another CAPI Cluster.
+func TestMemberClusterRefIsImmutable(t *testing.T) {
+	obj := objectFromYAML(t, `
+apiVersion: cluster.flotilla.io/v1alpha1
+kind: MemberCluster
+metadata: {name: immutable-ref}
+spec: {clusterRef: {namespace: ns, name: c}}`)
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
+	if got, _, _ := unstructured.NestedString(obj.Object, "spec", "syncMode"); got != "Push" {
+		t.Errorf("syncMode default: want Push, got %q", got)
+	}
+	_ = unstructured.SetNestedField(obj.Object, "other", "spec", "clusterRef", "name")
+	assertRejected(t, env.Client.Update(ctx, obj), rejection{"spec.clusterRef", "clusterRef is immutable"})
+}
+
+func ppWith(specYAML string) string {
+	return `
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: p, namespace: fleet}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: web}]
+  ` + specYAML
+}
+
+func opWith(overridersYAML string) string {
+	return `
+apiVersion: policy.flotilla.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: o, namespace: fleet}
+spec:
+  overrideRules:
+  - targetCluster: {clusterNames: [m1]}
+    overriders: {` + overridersYAML + `}`
+}
+
+func frqWith(specYAML string) string {
+	return `
+apiVersion: policy.flotilla.io/v1alpha1
+kind: FederatedResourceQuota
+metadata: {name: q, namespace: fleet}
+spec: ` + specYAML
+}
+
+func ctpWith(specYAML string) string {
+	return `
+apiVersion: policy.flotilla.io/v1alpha1
+kind: ClusterTaintPolicy
+metadata: {name: t}
+spec: ` + specYAML
+}
+
+func objectFromYAML(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatalf("test YAML: %v", err)
+	}
+	return u
+}
+
+func createFromYAML(t *testing.T, doc string) error {
+	t.Helper()
+	obj := objectFromYAML(t, doc)
+	err := env.Client.Create(context.Background(), obj, client.FieldValidation(metav1.FieldValidationStrict))
+	if err == nil {
+		_ = env.Client.Delete(context.Background(), obj)
+	}
+	return err
+}
+
+func assertRejected(t *testing.T, err error, want rejection) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("accepted; want rejection at %s: %q", want.field, want.message)
+	}
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("want an Invalid error, got %v", err)
+	}
+	status, ok := err.(apierrors.APIStatus)
+	if !ok || status.Status().Details == nil {
+		t.Fatalf("error has no details: %v", err)
+	}
+	var seen []string
+	for _, c := range status.Status().Details.Causes {
+		if c.Field == want.field && strings.Contains(c.Message, want.message) {
+			return
+		}
+		seen = append(seen, c.Field+": "+c.Message)
+	}
+	t.Errorf("want a cause at %s containing %q; got:\n  %s", want.field, want.message, strings.Join(seen, "\n  "))
+}
+
