@@ -8,7 +8,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/flotilla-io/flotilla/internal/testenv"
+	"github.com/flotilla-io/flotilla/test/testenv"
 )
 
 var env *testenv.Env

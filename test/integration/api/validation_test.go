@@ -18,7 +18,6 @@ type rejection struct {
 	message string // the cause's message must contain this
 }
 
-
 // TestSchemaRejectsInvalidPolicies applies each invalid object to the real
 // apiserver and asserts the exact field and message of the rejection.
 func TestSchemaRejectsInvalidPolicies(t *testing.T) {
@@ -146,12 +145,12 @@ func TestSchemaRejectsInvalidPolicies(t *testing.T) {
 		{
 			name: "static assignments exceeding overall",
 			yaml: frqWith(`{overall: {cpu: "10", memory: 10Gi}, staticAssignments: [{clusterName: m1, hard: {cpu: "6"}}, {clusterName: m2, hard: {cpu: 4500m, memory: 1Gi}}]}`),
-			want: rejection{"spec.staticAssignments", "the sum of staticAssignments exceeds overall for cpu"},
+			want: rejection{"spec.staticAssignments", "static assignments of cpu sum to 10500m, more than overall 10"},
 		},
 		{
 			name: "static assignment naming a resource overall does not",
 			yaml: frqWith(`{overall: {cpu: "10"}, staticAssignments: [{clusterName: m1, hard: {cpu: "1", pods: "5"}}]}`),
-			want: rejection{"spec.staticAssignments", "staticAssignments may only name resources that overall names; not in overall: pods"},
+			want: rejection{"spec.staticAssignments[0].hard[pods]", "pods is not in spec.overall"},
 		},
 		{
 			name: "duplicate static assignment",
@@ -161,7 +160,7 @@ func TestSchemaRejectsInvalidPolicies(t *testing.T) {
 		{
 			name: "negative overall quantity",
 			yaml: frqWith(`{overall: {cpu: "-2", memory: 1Gi}}`),
-			want: rejection{"spec.overall", "quantities must not be negative: cpu"},
+			want: rejection{"spec.overall[cpu]", "must not be negative"},
 		},
 		{
 			name: "unparsable overall quantity",
@@ -303,4 +302,3 @@ func assertRejected(t *testing.T, err error, want rejection) {
 	}
 	t.Errorf("want a cause at %s containing %q; got:\n  %s", want.field, want.message, strings.Join(seen, "\n  "))
 }
-

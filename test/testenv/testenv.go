@@ -1,24 +1,32 @@
 // Package testenv starts a real kube-apiserver and etcd (controller-runtime
 // envtest, with the binaries `make test-bins` builds into bin/) with
-// Flotilla's CRDs installed, for integration tests.
+// Flotilla's CRDs and admission webhooks installed, for integration tests.
+// The webhooks are served in-process by a controller-runtime manager, as
+// flotilla-manager serves them.
 package testenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/webhooks"
 )
 
 // Env is a running apiserver with Flotilla's CRDs.
@@ -27,6 +35,7 @@ type Env struct {
 	Client client.Client
 	Scheme *runtime.Scheme
 	env    *envtest.Environment
+	cancel context.CancelFunc
 }
 
 // Scheme returns a scheme with the Kubernetes built-ins and Flotilla's APIs.
@@ -85,6 +94,9 @@ func Start() (*Env, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			Paths: []string{filepath.Join(root, "config", "webhook")},
+		},
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -95,8 +107,64 @@ func Start() (*Env, error) {
 		_ = env.Stop()
 		return nil, fmt.Errorf("client for test apiserver: %w", err)
 	}
-	return &Env{Config: cfg, Client: c, Scheme: scheme, env: env}, nil
+	e := &Env{Config: cfg, Client: c, Scheme: scheme, env: env}
+	if err := e.serveWebhooks(); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return e, nil
 }
 
-// Stop stops the apiserver and etcd.
-func (e *Env) Stop() error { return e.env.Stop() }
+// serveWebhooks runs flotilla-manager's webhooks on the address envtest
+// registered in the apiserver, and waits until they answer.
+func (e *Env) serveWebhooks() error {
+	opts := e.env.WebhookInstallOptions
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: opts.LocalServingHost, Port: opts.LocalServingPort, CertDir: opts.LocalServingCertDir,
+		}),
+	})
+	if err != nil {
+		return fmt.Errorf("webhook manager: %w", err)
+	}
+	if err := webhooks.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("register webhooks: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	go func() { _ = mgr.Start(ctx) }()
+	if err := waitForWebhookServer(ctx, mgr); err != nil {
+		cancel()
+		return err
+	}
+	return nil
+}
+
+func waitForWebhookServer(ctx context.Context, mgr ctrl.Manager) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := mgr.GetWebhookServer().StartedChecker()(nil)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("webhook server did not start: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Stop stops the webhooks, the apiserver and etcd.
+func (e *Env) Stop() error {
+	if e.cancel != nil {
+		e.cancel()
+	}
+	return e.env.Stop()
+}
