@@ -45,7 +45,7 @@ func fieldsMatch(selector *policyv1alpha1.FieldSelector, member *clusterv1alpha1
 // validateRequirement applies the rules of label requirements: In and NotIn
 // need values, Exists and DoesNotExist take none. Gt and Lt compare numbers,
 // which provider, region and zone are not.
-func validateRequirement(req corev1.NodeSelectorRequirement) error {
+func validateRequirement(req policyv1alpha1.FieldSelectorRequirement) error {
 	switch req.Operator {
 	case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
 		if len(req.Values) == 0 {
@@ -63,7 +63,7 @@ func validateRequirement(req corev1.NodeSelectorRequirement) error {
 
 // singleValueMatches treats an empty field as absent, like a missing label:
 // NotIn and DoesNotExist match it, In and Exists do not.
-func singleValueMatches(req corev1.NodeSelectorRequirement, value string) bool {
+func singleValueMatches(req policyv1alpha1.FieldSelectorRequirement, value string) bool {
 	present := value != ""
 	switch req.Operator {
 	case corev1.NodeSelectorOpIn:
@@ -79,7 +79,7 @@ func singleValueMatches(req corev1.NodeSelectorRequirement, value string) bool {
 
 // zonesMatch follows Karmada's multi-zone rule: In needs any zone listed,
 // NotIn needs none listed, Exists needs a zone, DoesNotExist needs none.
-func zonesMatch(req corev1.NodeSelectorRequirement, zones []string) bool {
+func zonesMatch(req policyv1alpha1.FieldSelectorRequirement, zones []string) bool {
 	listed := slices.ContainsFunc(zones, func(z string) bool { return slices.Contains(req.Values, z) })
 	switch req.Operator {
 	case corev1.NodeSelectorOpIn:

@@ -24,12 +24,12 @@ func bare() *clusterv1alpha1.MemberCluster {
 	return &clusterv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "bare"}}
 }
 
-func fields(reqs ...corev1.NodeSelectorRequirement) *policyv1alpha1.FieldSelector {
+func fields(reqs ...policyv1alpha1.FieldSelectorRequirement) *policyv1alpha1.FieldSelector {
 	return &policyv1alpha1.FieldSelector{MatchExpressions: reqs}
 }
 
-func req(key string, op corev1.NodeSelectorOperator, values ...string) corev1.NodeSelectorRequirement {
-	return corev1.NodeSelectorRequirement{Key: key, Operator: op, Values: values}
+func req(key string, op corev1.NodeSelectorOperator, values ...string) policyv1alpha1.FieldSelectorRequirement {
+	return policyv1alpha1.FieldSelectorRequirement{Key: key, Operator: op, Values: values}
 }
 
 func TestMatches(t *testing.T) {

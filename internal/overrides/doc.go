@@ -34,7 +34,8 @@
 //     set (its webhook forbids both); here both apply, deprecated pair first.
 //   - Errors instead of silent no-ops: an invalid selector, a Tag value that
 //     is neither a tag nor a digest, an image override that yields an invalid
-//     reference, a fieldOverrider with neither or both of json and yaml.
+//     reference, a fieldOverrider with neither or both of json and yaml, an
+//     add or replace without a value (Karmada writes null).
 //   - Without a predicate, imageOverrider also covers initContainers and
 //     CronJob; command/argsOverrider also find init containers and CronJob
 //     (container names are unique across both lists of a pod).

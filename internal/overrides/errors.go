@@ -87,11 +87,6 @@ func (e *pathError) Is(target error) bool {
 	return target == ErrPathNotFound && e.missing
 }
 
-// atPath wraps a cause in a pathError: "path P <reason>: <cause>".
-func atPath(path, reason string, cause error) error {
-	return &pathError{Path: path, Reason: reason, Err: cause}
-}
-
 // overriderError attributes err to one overrider of one rule of one policy.
 func overriderError(policy PolicyRef, rule RuleIndex, overrider string, index int, err error) *Error {
 	e := &Error{Policy: policy, Rule: rule, Overrider: overrider, Index: index, Err: err}

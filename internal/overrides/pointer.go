@@ -1,7 +1,6 @@
 package overrides
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -17,7 +16,7 @@ type pointer struct {
 // leading slash.
 func parsePointer(p string) (pointer, error) {
 	if !strings.HasPrefix(p, "/") {
-		return pointer{}, &pathError{Path: fmt.Sprintf("%q", p), Reason: "is not a JSON pointer: it must start with /"}
+		return pointer{}, &pathError{Path: p, Reason: "is not a JSON pointer: it must start with /"}
 	}
 	tokens := strings.Split(p[1:], "/")
 	for i, t := range tokens {
@@ -93,9 +92,4 @@ func arrayIndex(tok string, length int) (int, bool) {
 		return 0, false
 	}
 	return i, true
-}
-
-// escapeToken escapes one pointer token, e.g. a label key with a slash.
-func escapeToken(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }

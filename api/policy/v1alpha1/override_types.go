@@ -20,8 +20,10 @@ type OverridePolicy struct {
 }
 
 // OverrideSpec says which templates to customise, on which members, and how.
-// Rules apply in order; a ClusterOverridePolicy applies before an
-// OverridePolicy, and policies of one kind apply in name order.
+// Every ClusterOverridePolicy applies before any OverridePolicy. Within one
+// kind, policies apply from the least to the most specific selector that
+// matches (all, then label selector, then name), ties by name, so the most
+// specific applies last and wins. Rules apply in order.
 type OverrideSpec struct {
 	// ResourceSelectors selects the templates; empty selects every template.
 	// +optional
@@ -46,8 +48,8 @@ type RuleWithCluster struct {
 	// +optional
 	TargetCluster *ClusterAffinity `json:"targetCluster,omitempty"`
 
-	// Overriders are applied in the order plaintext, image, command, args,
-	// labels, annotations, field.
+	// Overriders are applied in the order image, command, args, labels,
+	// annotations, field, and plaintext last.
 	// +required
 	Overriders Overriders `json:"overriders"`
 }
