@@ -44,3 +44,27 @@ build kube kube-apiserver kube-controller-manager kube-scheduler -- \
 build etcd etcd -- ./cmd/etcd
 build kwok kwok -- sigs.k8s.io/kwok/cmd/kwok
 build gen controller-gen -- sigs.k8s.io/controller-tools/cmd/controller-gen
+build capi capi-manager -- sigs.k8s.io/cluster-api/core
+
+# Cluster API's CRDs, shipped in its module, for the local fleet's hub.
+crds=$BIN/capi-crds
+if [[ ! -d $crds || $BIN/.stamp-capi -nt $crds ]]; then
+  capidir=$(cd "$ROOT/hack/tools/capi" && go list -mod=mod -m -f '{{.Dir}}' sigs.k8s.io/cluster-api)
+  rm -rf "$crds" && mkdir -p "$crds"
+  cp "$capidir"/core/config/crd/bases/*.yaml "$crds"/ && chmod u+w "$crds"/*.yaml
+  touch "$crds"
+  echo "test-bins: copied Cluster API CRDs"
+fi
+
+# kwok refuses to start without stages: the fast node and pod stages shipped in
+# the kwok module, gathered into one config file.
+stages=$BIN/kwok-stages.yaml
+if [[ ! -s $stages || $BIN/.stamp-kwok -nt $stages ]]; then
+  kwokdir=$(cd "$ROOT/hack/tools/kwok" && go list -mod=mod -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+  : > "$stages.tmp"
+  for f in "$kwokdir"/kustomize/stage/node/fast/node-initialize.yaml "$kwokdir"/kustomize/stage/pod/fast/pod-*.yaml; do
+    echo "---" >> "$stages.tmp"; cat "$f" >> "$stages.tmp"
+  done
+  mv "$stages.tmp" "$stages"
+  echo "test-bins: wrote kwok-stages.yaml"
+fi

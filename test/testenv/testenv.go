@@ -27,6 +27,8 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/webhooks"
+	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
+	capiv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 )
 
 // Env is a running apiserver with Flotilla's CRDs.
@@ -44,6 +46,7 @@ func Scheme() *runtime.Scheme {
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
 		clusterv1alpha1.AddToScheme, policyv1alpha1.AddToScheme, workv1alpha1.AddToScheme,
+		capiv1.AddToScheme, addonsv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err)
@@ -83,7 +86,7 @@ func Start() (*Env, error) {
 	if assets == "" {
 		assets = filepath.Join(root, "bin")
 	}
-	for _, b := range []string{"kube-apiserver", "etcd"} {
+	for _, b := range []string{"kube-apiserver", "etcd", "capi-crds"} {
 		if _, err := os.Stat(filepath.Join(assets, b)); err != nil {
 			return nil, fmt.Errorf("%s not found in %s: run `make test-bins` first", b, assets)
 		}
@@ -91,7 +94,8 @@ func Start() (*Env, error) {
 	scheme := Scheme()
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		// Cluster API's CRDs (copied from its module by `make test-bins`) and Flotilla's.
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(assets, "capi-crds")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
