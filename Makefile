@@ -11,6 +11,7 @@ GO_TEST_FLAGS ?= -count=1
 # Unit tests: every package but the real-apiserver tiers under test/ and e2e/.
 PKGS_UNIT        = $(shell go list ./... | grep -v -e /test/ -e /e2e)
 PKGS_INTEGRATION := ./test/integration/...
+E2E_TIMEOUT      ?= 25m
 
 ##@ General
 .PHONY: help
@@ -30,6 +31,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code and CRDs from api/.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:artifacts:config=config/webhook
+	$(CONTROLLER_GEN) rbac:roleName=flotilla-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
 	@bash hack/label-crds.sh config/crd/bases
 
 .PHONY: verify-generate
@@ -41,6 +43,11 @@ verify-generate: generate ## Fail when generated files differ from what is commi
 .PHONY: build
 build: ## Build Flotilla's binaries into bin/.
 	go build -o $(BIN)/ ./cmd/...
+
+##@ Run
+.PHONY: dev
+dev: test-bins build ## Run the local fleet: a hub and 3 members as local processes, until Ctrl-C.
+	go run ./hack/localfleet --repo . --manager bin/flotilla-manager
 
 ##@ Test
 .PHONY: vet
@@ -55,9 +62,13 @@ test-unit: ## Unit tests of the pure libraries and API types.
 test-integration: test-bins ## Integration tests against a real kube-apiserver and etcd.
 	go test $(GO_TEST_FLAGS) -v $(PKGS_INTEGRATION) 2>&1 | hack/summarize-tests.sh
 
+.PHONY: test-e2e
+test-e2e: test-bins build ## Ginkgo e2e specs on the local fleet (E2E_BACKEND=local).
+	go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) -v ./e2e/... -ginkgo.v -ginkgo.no-color 2>&1 | hack/summarize-tests.sh
+
 .PHONY: test
-test: test-bins vet verify-generate ## Everything CI runs: vet, generated-files check, unit and integration tests.
-	go test $(GO_TEST_FLAGS) -v $(PKGS_UNIT) $(PKGS_INTEGRATION) 2>&1 | hack/summarize-tests.sh
+test: test-bins build vet verify-generate ## Everything CI runs: vet, generated-files check, unit, integration and e2e tests.
+	go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) -v $(PKGS_UNIT) $(PKGS_INTEGRATION) ./e2e/... -ginkgo.v -ginkgo.no-color 2>&1 | hack/summarize-tests.sh
 
 .PHONY: bench
 bench: ## Go benchmarks of the scheduler and other hot paths.

@@ -39,8 +39,8 @@ build() {
   echo "$want" > "$stamp"
 }
 
-build kube kube-apiserver kube-controller-manager kube-scheduler -- \
-  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+build kube kube-apiserver kube-controller-manager kube-scheduler kubectl -- \
+  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
 build etcd etcd -- ./cmd/etcd
 build kwok kwok -- sigs.k8s.io/kwok/cmd/kwok
 build gen controller-gen -- sigs.k8s.io/controller-tools/cmd/controller-gen

@@ -1,0 +1,67 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	capiv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util/conditions"
+)
+
+// EnrolLabel opts a CAPI Cluster into the fleet.
+const EnrolLabel = "flotilla.io/enroll"
+
+// DefaultMembers are the three members of `make dev`: different regions,
+// zones and providers, two 4-CPU nodes each.
+func DefaultMembers() []MemberSpec {
+	member := func(name, region, zone, provider string) MemberSpec {
+		return MemberSpec{
+			Name: name, Namespace: "fleet-clusters",
+			Labels: map[string]string{
+				EnrolLabel:                      "true",
+				"topology.kubernetes.io/region": region,
+				"topology.kubernetes.io/zone":   zone,
+				"flotilla.io/provider":          provider,
+			},
+			NodePools: []NodePool{{Name: "worker", Count: 2, CPU: "4", Memory: "16Gi", Pods: 110}},
+		}
+	}
+	return []MemberSpec{
+		member("member1", "eu-west", "eu-west-a", "aws"),
+		member("member2", "eu-west", "eu-west-b", "gcp"),
+		member("member3", "us-east", "us-east-a", "azure"),
+	}
+}
+
+// DefaultManagerArgs are the flotilla-manager flags of the local fleet.
+func DefaultManagerArgs() []string { return []string{"--leader-elect=false"} }
+
+// WaitClustersAvailable waits until Cluster API reports every member's
+// Cluster Available.
+func (f *Fleet) WaitClustersAvailable(ctx context.Context, timeout time.Duration) error {
+	return waitFor(ctx, "CAPI Clusters Available", timeout, func(ctx context.Context) error {
+		for _, m := range f.Members() {
+			c, err := f.Cluster(ctx, m)
+			if err != nil {
+				return err
+			}
+			if !conditions.IsTrue(c, capiv1.AvailableCondition) {
+				return fmt.Errorf("Cluster %s/%s is not Available", m.Spec.Namespace, m.Spec.Name)
+			}
+		}
+		return nil
+	})
+}
+
+// Describe says how to reach the hub and each member.
+func (f *Fleet) Describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "hub:     kubectl --kubeconfig %s get memberclusters,clusters -A\n", f.Hub.Kubeconfig())
+	for _, m := range f.Members() {
+		fmt.Fprintf(&b, "%-8s kubectl --kubeconfig %s get nodes,pods -A\n", m.Name()+":", m.Kubeconfig())
+	}
+	fmt.Fprintf(&b, "logs:    %s/*/logs and %s/members/*/logs\n", f.Hub.Dir(), f.opts.Dir)
+	return b.String()
+}

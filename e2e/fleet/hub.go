@@ -1,0 +1,263 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/cert"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-io/flotilla/e2e/fleet/provider"
+)
+
+// Hub is the management cluster: etcd, kube-apiserver and
+// kube-controller-manager, Cluster API's core manager, the test provider and
+// (optionally) flotilla-manager.
+type Hub struct {
+	cp       *controlPlane
+	kcm      *process
+	capi     *process
+	flotilla *process
+
+	providerCancel context.CancelFunc
+	providerDone   chan struct{}
+
+	// Client is an admin client of the hub.
+	Client client.Client
+	scheme *runtime.Scheme
+}
+
+// Kubeconfig is the path of an admin kubeconfig of the hub.
+func (h *Hub) Kubeconfig() string { return h.cp.Kubeconfig }
+
+// RESTConfig is an admin client configuration of the hub.
+func (h *Hub) RESTConfig() *rest.Config { return h.cp.RESTConfig() }
+
+// Server is the hub apiserver's URL.
+func (h *Hub) Server() string { return h.cp.Server() }
+
+// AuditLog is the path of the hub apiserver's audit log.
+func (h *Hub) AuditLog() string { return h.cp.AuditLog() }
+
+// Dir holds the hub's state and logs.
+func (h *Hub) Dir() string { return h.cp.dir }
+
+func (h *Hub) start(ctx context.Context, opts Options, members provider.Members) error {
+	opts.progress("hub: starting etcd and kube-apiserver")
+	if err := h.cp.start(ctx); err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+	c, err := client.New(h.cp.RESTConfig(), client.Options{Scheme: h.scheme})
+	if err != nil {
+		return err
+	}
+	h.Client = c
+	h.kcm = controllerManager(h.cp)
+	if err := h.kcm.start(); err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+
+	opts.progress("hub: installing Cluster API, Flotilla and test provider CRDs")
+	if err := h.installCRDs(opts); err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+
+	opts.progress("hub: starting Cluster API core manager and the test provider")
+	if err := h.startCAPI(ctx); err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+	if err := h.startProvider(members); err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+	if opts.Manager != nil {
+		opts.progress("hub: starting flotilla-manager")
+		if err := h.startFlotilla(ctx, opts); err != nil {
+			return fmt.Errorf("hub: %w", err)
+		}
+	}
+	return nil
+}
+
+func (h *Hub) installCRDs(opts Options) error {
+	providerCRDs, err := decodeCRDs(provider.CRDs)
+	if err != nil {
+		return err
+	}
+	_, err = envtest.InstallCRDs(h.cp.RESTConfig(), envtest.CRDInstallOptions{
+		Paths:              []string{filepath.Join(opts.BinDir, "capi-crds"), filepath.Join(opts.RepoRoot, "config", "crd", "bases")},
+		CRDs:               providerCRDs,
+		ErrorIfPathMissing: true,
+		MaxTime:            time.Minute,
+	})
+	return err
+}
+
+func decodeCRDs(data []byte) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, doc := range splitYAML(data) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(doc, crd); err != nil {
+			return nil, fmt.Errorf("decode provider CRD: %w", err)
+		}
+		if crd.Name != "" {
+			out = append(out, crd)
+		}
+	}
+	return out, nil
+}
+
+// startCAPI runs Cluster API's core manager as its own process, with the
+// flags a management cluster gives it; its webhooks are served but not
+// registered, so objects are written complete.
+func (h *Hub) startCAPI(ctx context.Context) error {
+	certDir := filepath.Join(h.cp.dir, "capi-webhook-certs")
+	if err := writeServingCert(certDir); err != nil {
+		return err
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	healthAddr := "127.0.0.1:" + strconv.Itoa(ports[1])
+	h.capi = newProcess("capi-manager", filepath.Join(h.cp.bin, "capi-manager"), filepath.Join(h.cp.dir, "logs"),
+		"--kubeconfig="+h.cp.Kubeconfig,
+		"--leader-elect=false",
+		"--webhook-port="+strconv.Itoa(ports[0]),
+		"--webhook-cert-dir="+certDir,
+		"--health-addr="+healthAddr,
+		"--diagnostics-address=127.0.0.1:"+strconv.Itoa(ports[2]),
+		"--insecure-diagnostics",
+		// A member whose apiserver stops is reported within seconds.
+		"--remote-connection-grace-period=20s",
+		"--v=2",
+	)
+	if err := h.capi.start(); err != nil {
+		return err
+	}
+	return waitHTTPOK(ctx, "Cluster API manager readiness", "http://"+healthAddr+"/readyz", time.Minute, h.capi)
+}
+
+func (h *Hub) startProvider(members provider.Members) error {
+	mgr, err := ctrl.NewManager(h.cp.RESTConfig(), ctrl.Options{
+		Scheme:                 h.scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return fmt.Errorf("test provider manager: %w", err)
+	}
+	if err := provider.SetupWithManager(mgr, members); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.providerCancel, h.providerDone = cancel, make(chan struct{})
+	go func() {
+		defer close(h.providerDone)
+		if err := mgr.Start(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, "fleet: test provider stopped:", err)
+		}
+	}()
+	return nil
+}
+
+// startFlotilla runs flotilla-manager as its own process with the flags a
+// user gives it, and registers its webhooks with the hub at its loopback port.
+func (h *Hub) startFlotilla(ctx context.Context, opts Options) error {
+	certDir := filepath.Join(h.cp.dir, "flotilla-webhook-certs")
+	if err := writeServingCert(certDir); err != nil {
+		return err
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	healthAddr := "127.0.0.1:" + strconv.Itoa(ports[1])
+	args := append([]string{
+		"--kubeconfig=" + h.cp.Kubeconfig,
+		"--webhook-port=" + strconv.Itoa(ports[0]),
+		"--webhook-cert-dir=" + certDir,
+		"--health-probe-bind-address=" + healthAddr,
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[2]),
+	}, opts.Manager.Args...)
+	h.flotilla = newProcess("flotilla-manager", opts.Manager.Binary, filepath.Join(h.cp.dir, "logs"), args...)
+	if err := h.flotilla.start(); err != nil {
+		return err
+	}
+	if err := waitHTTPOK(ctx, "flotilla-manager readiness", "http://"+healthAddr+"/readyz", time.Minute, h.flotilla); err != nil {
+		return err
+	}
+	return h.registerWebhooks(ctx, opts, certDir, ports[0])
+}
+
+// registerWebhooks installs config/webhook with each webhook pointed at the
+// manager's loopback port instead of an in-cluster Service.
+func (h *Hub) registerWebhooks(ctx context.Context, opts Options, certDir string, port int) error {
+	data, err := os.ReadFile(filepath.Join(opts.RepoRoot, "config", "webhook", "manifests.yaml"))
+	if err != nil {
+		return err
+	}
+	caPEM, err := os.ReadFile(filepath.Join(certDir, "tls.crt"))
+	if err != nil {
+		return err
+	}
+	for _, doc := range splitYAML(data) {
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := yaml.Unmarshal(doc, vwc); err != nil || vwc.Kind != "ValidatingWebhookConfiguration" {
+			continue
+		}
+		vwc.Name = "flotilla-validating-webhook-configuration"
+		for i := range vwc.Webhooks {
+			path := *vwc.Webhooks[i].ClientConfig.Service.Path
+			url := "https://127.0.0.1:" + strconv.Itoa(port) + path
+			vwc.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM}
+		}
+		if err := h.Client.Create(ctx, vwc); client.IgnoreAlreadyExists(err) != nil {
+			return fmt.Errorf("register webhooks: %w", err)
+		}
+	}
+	return nil
+}
+
+func (h *Hub) stop() {
+	if h.flotilla != nil {
+		_ = h.flotilla.stop(10 * time.Second)
+	}
+	if h.providerCancel != nil {
+		h.providerCancel()
+		<-h.providerDone
+	}
+	if h.capi != nil {
+		_ = h.capi.stop(10 * time.Second)
+	}
+	if h.kcm != nil {
+		_ = h.kcm.stop(5 * time.Second)
+	}
+	h.cp.stop()
+}
+
+func writeServingCert(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	crt, key, err := cert.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, []string{"localhost"})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), crt, 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "tls.key"), key, 0o600)
+}
