@@ -68,7 +68,9 @@ test-e2e: test-bins build ## Ginkgo e2e specs on the local fleet (E2E_BACKEND=lo
 
 .PHONY: test
 test: test-bins build vet verify-generate ## Everything CI runs: vet, generated-files check, unit, integration and e2e tests.
-	go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) -v $(PKGS_UNIT) $(PKGS_INTEGRATION) ./e2e/... -ginkgo.v -ginkgo.no-color 2>&1 | hack/summarize-tests.sh
+	@{ go test $(GO_TEST_FLAGS) -v $(PKGS_UNIT) $(PKGS_INTEGRATION); unit=$$?; \
+	   go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) -v ./e2e/... -ginkgo.v -ginkgo.no-color; e2e=$$?; \
+	   exit $$((unit | e2e)); } 2>&1 | hack/summarize-tests.sh
 
 .PHONY: bench
 bench: ## Go benchmarks of the scheduler and other hot paths.
