@@ -31,7 +31,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code and CRDs from api/.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:artifacts:config=config/webhook
-	$(CONTROLLER_GEN) rbac:roleName=flotilla-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	@if [ -d controllers ]; then $(CONTROLLER_GEN) rbac:roleName=flotilla-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac; fi
 	@bash hack/label-crds.sh config/crd/bases
 
 .PHONY: verify-generate
