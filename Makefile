@@ -60,17 +60,17 @@ test-unit: ## Unit tests of the pure libraries and API types.
 
 .PHONY: test-integration
 test-integration: test-bins ## Integration tests against a real kube-apiserver and etcd.
-	go test $(GO_TEST_FLAGS) -v $(PKGS_INTEGRATION) 2>&1 | hack/summarize-tests.sh
+	go test $(GO_TEST_FLAGS) -v $(PKGS_INTEGRATION) 2>&1 | bash hack/summarize-tests.sh
 
 .PHONY: test-e2e
 test-e2e: test-bins build ## Ginkgo e2e specs on the local fleet (E2E_BACKEND=local).
-	go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) -v ./e2e/... -ginkgo.v -ginkgo.no-color 2>&1 | hack/summarize-tests.sh
+	go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) -v ./e2e/... -ginkgo.v -ginkgo.no-color 2>&1 | bash hack/summarize-tests.sh
 
 .PHONY: test
 test: test-bins build vet verify-generate ## Everything CI runs: vet, generated-files check, unit, integration and e2e tests.
 	@{ go test $(GO_TEST_FLAGS) -v $(PKGS_UNIT) $(PKGS_INTEGRATION); unit=$$?; \
 	   go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) -v ./e2e/... -ginkgo.v -ginkgo.no-color; e2e=$$?; \
-	   exit $$((unit | e2e)); } 2>&1 | hack/summarize-tests.sh
+	   exit $$((unit | e2e)); } 2>&1 | bash hack/summarize-tests.sh
 
 .PHONY: bench
 bench: ## Go benchmarks of the scheduler and other hot paths.
