@@ -1,0 +1,175 @@
+package assumed
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/capacity"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// tenCPUs is one node with 10 CPU, observed at t0+observed.
+func tenCPUs(observed time.Duration) *capacity.Model {
+	return capacity.NewModel(&clusterv1alpha1.CapacityModel{
+		ObservedTime: metav1.NewTime(t0.Add(observed)),
+		NodeGroups: []clusterv1alpha1.NodeGroup{{Count: 1, Free: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("10"), corev1.ResourcePods: resource.MustParse("110")}}},
+	})
+}
+
+var oneCPU = capacity.NewRequirement(&workv1alpha1.ReplicaRequirements{ResourceRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}})
+
+func commit(l *Ledger, binding string, at time.Duration, base *capacity.Model, replicas, previous int64) {
+	l.Commit(binding, oneCPU, t0.Add(at), []Assignment{{Member: "a", Replicas: replicas, Previous: previous, Base: base}})
+}
+
+func fitFor(l *Ledger, base *capacity.Model, exclude string) (int64, int64) {
+	m, own := l.Adjusted("a", base, exclude)
+	return m.Fit(oneCPU), own
+}
+
+func TestAdjustedHoldsBackOtherBindingsAndReportsTheOwnOnes(t *testing.T) {
+	l := New(0)
+	base := tenCPUs(0)
+	commit(l, "b1", time.Minute, base, 4, 0)
+
+	if fit, own := fitFor(l, base, "b2"); fit != 6 || own != 0 {
+		t.Errorf("for another binding: fit %d, own %d; want 6, 0", fit, own)
+	}
+	if fit, own := fitFor(l, base, "b1"); fit != 10 || own != 4 {
+		t.Errorf("for b1 itself: fit %d, own %d; want 10, 4", fit, own)
+	}
+}
+
+func TestEntriesCountUntilAModelObservedAfterTheAssignment(t *testing.T) {
+	tests := []struct {
+		name     string
+		grace    time.Duration
+		observed time.Duration // of the newer model; the assignment is at 1m
+		wantFit  int64
+	}{
+		{"model older than the assignment", 0, 30 * time.Second, 6},
+		{"model observed at the assignment", 0, time.Minute, 6},
+		{"model observed after the assignment", 0, 2 * time.Minute, 10},
+		{"within the grace after the assignment", 5 * time.Minute, 2 * time.Minute, 6},
+		{"after the grace", 5 * time.Minute, 7 * time.Minute, 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := New(tt.grace)
+			commit(l, "b1", time.Minute, tenCPUs(0), 4, 0)
+			if fit, _ := fitFor(l, tenCPUs(tt.observed), "other"); fit != tt.wantFit {
+				t.Errorf("fit = %d, want %d", fit, tt.wantFit)
+			}
+		})
+	}
+}
+
+func TestCommitRecordsOnlyReplicasTheEstimatorHasNotSeen(t *testing.T) {
+	old, seen := tenCPUs(0), tenCPUs(10*time.Minute)
+	tests := []struct {
+		name        string
+		steps       func(l *Ledger)
+		wantPending int64
+	}{
+		{"first placement: all unseen", func(l *Ledger) { commit(l, "b", time.Minute, old, 8, 0) }, 8},
+		{"scale-up before they are seen: all unseen", func(l *Ledger) {
+			commit(l, "b", time.Minute, old, 8, 0)
+			commit(l, "b", 2*time.Minute, old, 10, 8)
+		}, 10},
+		{"scale-up after they are seen: only the new ones", func(l *Ledger) {
+			commit(l, "b", time.Minute, old, 8, 0)
+			commit(l, "b", 11*time.Minute, seen, 10, 8)
+		}, 2},
+		{"scale-down: never more than held", func(l *Ledger) {
+			commit(l, "b", time.Minute, old, 10, 0)
+			commit(l, "b", 2*time.Minute, old, 4, 10)
+		}, 4},
+		{"moved away: forgotten", func(l *Ledger) {
+			commit(l, "b", time.Minute, old, 10, 0)
+			l.Commit("b", oneCPU, t0.Add(2*time.Minute), nil)
+		}, 0},
+		{"forgotten", func(l *Ledger) {
+			commit(l, "b", time.Minute, old, 10, 0)
+			l.Forget("b")
+		}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := New(0)
+			tt.steps(l)
+			var pending int64
+			for _, e := range l.Entries("a") {
+				pending += e.Replicas
+			}
+			if pending != tt.wantPending {
+				t.Errorf("pending = %d (%+v), want %d", pending, l.Entries("a"), tt.wantPending)
+			}
+		})
+	}
+}
+
+func TestCachedModelEqualsOneBuiltFromScratch(t *testing.T) {
+	l := New(0)
+	base := tenCPUs(0)
+	twoCPU := capacity.NewRequirement(&workv1alpha1.ReplicaRequirements{ResourceRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}})
+	commit(l, "b1", time.Minute, base, 3, 0)
+	if fit, _ := fitFor(l, base, ""); fit != 7 { // fills the cache
+		t.Fatalf("fit after b1 = %d, want 7", fit)
+	}
+	l.Commit("b2", twoCPU, t0.Add(time.Minute), []Assignment{{Member: "a", Replicas: 2, Base: base}}) // extends the cache
+	cached, _ := l.Adjusted("a", base, "")
+	fresh, _ := base.Place(oneCPU, 3)
+	fresh, _ = fresh.Place(twoCPU, 2)
+	if cached.Fit(oneCPU) != fresh.Fit(oneCPU) || cached.Fit(twoCPU) != fresh.Fit(twoCPU) {
+		t.Errorf("cached fits %d/%d, fresh %d/%d", cached.Fit(oneCPU), cached.Fit(twoCPU), fresh.Fit(oneCPU), fresh.Fit(twoCPU))
+	}
+}
+
+func TestPruneDropsSeenEntriesAndMembersThatLeft(t *testing.T) {
+	l := New(0)
+	commit(l, "b1", time.Minute, tenCPUs(0), 4, 0)
+	l.Commit("b2", oneCPU, t0.Add(time.Minute), []Assignment{{Member: "gone", Replicas: 1, Base: tenCPUs(0)}})
+	l.Prune(map[string]time.Time{"a": t0.Add(2 * time.Minute)})
+	if got := l.Entries("a"); len(got) != 0 {
+		t.Errorf("a keeps %+v after a newer model", got)
+	}
+	if got := l.Entries("gone"); len(got) != 0 {
+		t.Errorf("a member that left keeps %+v", got)
+	}
+}
+
+func TestLedgerIsSafeForConcurrentUse(t *testing.T) {
+	l := New(0)
+	base := tenCPUs(0)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 200 {
+				binding := fmt.Sprintf("b%d-%d", g, i%5)
+				commit(l, binding, time.Minute, base, int64(i%3), 0)
+				l.Adjusted("a", base, binding)
+				if i%7 == 0 {
+					l.Forget(binding)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var pending int64
+	for _, e := range l.Entries("a") {
+		pending += e.Replicas
+	}
+	if fit, _ := fitFor(l, base, ""); fit != max(0, 10-pending) {
+		t.Errorf("fit %d with %d pending, want %d", fit, pending, max(0, 10-pending))
+	}
+}

@@ -1,0 +1,63 @@
+package framework
+
+// Code classifies a filter outcome.
+type Code uint8
+
+const (
+	// Fits: the member passes.
+	Fits Code = iota
+	// Unfit: the member can never take the binding as things are (wrong
+	// labels, taints, not Ready...). All members unfit means NoClusterFit.
+	Unfit
+	// Insufficient: the member would fit but lacks capacity now. When every
+	// otherwise-fitting member lacks capacity the binding is Unschedulable.
+	Insufficient
+)
+
+// Status is a filter's verdict on one member; the zero value passes.
+type Status struct {
+	Code   Code
+	Reason string
+}
+
+// Passed says whether the member passes.
+func (s Status) Passed() bool { return s.Code == Fits }
+
+// Reject returns an Unfit status.
+func Reject(reason string) Status { return Status{Code: Unfit, Reason: reason} }
+
+// Short returns an Insufficient status.
+func Short(reason string) Status { return Status{Code: Insufficient, Reason: reason} }
+
+// Plugin names itself in explanations.
+type Plugin interface {
+	Name() string
+}
+
+// FilterPlugin drops members that must not take the binding.
+type FilterPlugin interface {
+	Plugin
+	Filter(c *Cycle, m *Member) Status
+}
+
+// MaxScore is the highest score a ScorePlugin gives.
+const MaxScore int64 = 100
+
+// ScorePlugin ranks members that passed the filters, 0..MaxScore.
+type ScorePlugin interface {
+	Plugin
+	Score(c *Cycle, m *Member) int64
+}
+
+// ScoreNormalizer is implemented by score plugins whose raw scores only mean
+// something relative to each other; it rescales them to 0..MaxScore in place.
+// members[i] is the member index scored scores[i].
+type ScoreNormalizer interface {
+	NormalizeScores(c *Cycle, members []int, scores []int64)
+}
+
+// WeightedScorer is a ScorePlugin with the weight of its score in the total.
+type WeightedScorer struct {
+	Plugin ScorePlugin
+	Weight int64
+}
