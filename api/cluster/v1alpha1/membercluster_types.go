@@ -139,6 +139,12 @@ type MemberClusterStatus struct {
 	// last renewed its Lease (Pull).
 	// +optional
 	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
+
+	// IdentitySecretRef names the hub Secret holding the kubeconfig of the
+	// member's scoped identity (ServiceAccount flotilla-hub in the member),
+	// which the hub uses for every write into a Push-mode member.
+	// +optional
+	IdentitySecretRef *corev1.SecretReference `json:"identitySecretRef,omitempty"`
 }
 
 // APIEnablement lists the resources one group version serves.

@@ -6,10 +6,13 @@ import (
 )
 
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
 // +kubebuilder:resource:path=propagationpolicies,scope=Namespaced,shortName=pp,categories={flotilla}
 // +kubebuilder:printcolumn:name="Replica-Scheduling",type=string,JSONPath=`.spec.placement.replicaScheduling.replicaSchedulingType`
 // +kubebuilder:printcolumn:name="Conflict-Resolution",type=string,JSONPath=`.spec.conflictResolution`
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Propagating",type=string,JSONPath=`.status.conditions[?(@.type=="Propagating")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Propagating")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // PropagationPolicy selects resource templates in its namespace and says which
@@ -21,6 +24,20 @@ type PropagationPolicy struct {
 	// Spec is the desired propagation.
 	// +required
 	Spec PropagationSpec `json:"spec"`
+
+	// Status says whether the policy propagates what it selects, and if not, why.
+	// +optional
+	Status PropagationPolicyStatus `json:"status,omitempty"`
+}
+
+// PropagationPolicyStatus is what the policy's selection amounts to.
+// Flotilla extension: Karmada's policies have no status.
+type PropagationPolicyStatus struct {
+	// Conditions: Propagating.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // PropagationSpec is the desired propagation of the selected resource templates.
@@ -541,10 +558,13 @@ type PropagationPolicyList struct {
 }
 
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
 // +kubebuilder:resource:path=clusterpropagationpolicies,scope=Cluster,shortName=cpp,categories={flotilla}
 // +kubebuilder:printcolumn:name="Replica-Scheduling",type=string,JSONPath=`.spec.placement.replicaScheduling.replicaSchedulingType`
 // +kubebuilder:printcolumn:name="Conflict-Resolution",type=string,JSONPath=`.spec.conflictResolution`
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Propagating",type=string,JSONPath=`.status.conditions[?(@.type=="Propagating")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Propagating")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // ClusterPropagationPolicy is a PropagationPolicy for cluster-scoped templates
@@ -556,6 +576,10 @@ type ClusterPropagationPolicy struct {
 	// Spec is the desired propagation.
 	// +required
 	Spec PropagationSpec `json:"spec"`
+
+	// Status says whether the policy propagates what it selects, and if not, why.
+	// +optional
+	Status PropagationPolicyStatus `json:"status,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -571,3 +595,41 @@ func init() {
 	SchemeBuilder.Register(&PropagationPolicy{}, &PropagationPolicyList{},
 		&ClusterPropagationPolicy{}, &ClusterPropagationPolicyList{})
 }
+
+// Condition types and reasons of PropagationPolicy and ClusterPropagationPolicy.
+const (
+	// ConditionPropagating is True when the policy claims at least one
+	// template and propagates it.
+	ConditionPropagating = "Propagating"
+
+	// PropagatingReason: the policy propagates the templates it claims.
+	PropagatingReason = "Propagating"
+	// NamespaceNotFederatedReason: templates the policy selects live in a
+	// namespace without the FederatedLabel, so they stay on the hub.
+	NamespaceNotFederatedReason = "NamespaceNotFederated"
+	// NoMatchingTemplatesReason: no template matches the resourceSelectors.
+	NoMatchingTemplatesReason = "NoMatchingTemplates"
+	// ClaimedByOtherPoliciesReason: every template the policy selects is
+	// claimed by another policy (one that claimed it first, or one of higher
+	// precedence).
+	ClaimedByOtherPoliciesReason = "ClaimedByOtherPolicies"
+	// InvalidResourceSelectorReason: a resourceSelector cannot be evaluated,
+	// e.g. a malformed apiVersion or labelSelector.
+	InvalidResourceSelectorReason = "InvalidResourceSelector"
+	// UnknownResourceKindReason: the hub serves no resource of a selected
+	// apiVersion and kind (e.g. its CRD is not installed on the hub).
+	UnknownResourceKindReason = "UnknownResourceKind"
+)
+
+// GetConditions returns the policy's conditions; with SetConditions it lets
+// Cluster API's conditions and patch utilities handle a PropagationPolicy.
+func (p *PropagationPolicy) GetConditions() []metav1.Condition { return p.Status.Conditions }
+
+// SetConditions replaces the policy's conditions.
+func (p *PropagationPolicy) SetConditions(c []metav1.Condition) { p.Status.Conditions = c }
+
+// GetConditions returns the policy's conditions.
+func (p *ClusterPropagationPolicy) GetConditions() []metav1.Condition { return p.Status.Conditions }
+
+// SetConditions replaces the policy's conditions.
+func (p *ClusterPropagationPolicy) SetConditions(c []metav1.Condition) { p.Status.Conditions = c }

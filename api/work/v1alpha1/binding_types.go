@@ -307,6 +307,24 @@ type ResourceBindingStatus struct {
 	// AggregatedStatus is the template's status on each member.
 	// +optional
 	AggregatedStatus []AggregatedStatusItem `json:"aggregatedStatus,omitempty"`
+
+	// SchedulingDecision explains the last scheduling decision: the affinity
+	// terms tried, the members filtered out and why, scores and capacity.
+	// +optional
+	SchedulingDecision *SchedulingDecision `json:"schedulingDecision,omitempty"`
+
+	// Replicas, ReadyReplicas, AvailableReplicas and UpdatedReplicas sum the
+	// same fields of the template's status over its members, for workloads
+	// that report them (Deployment, StatefulSet, ReplicaSet). Flotilla
+	// extension, named like a Deployment's status.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
 }
 
 // AggregatedStatusItem is the template's status on one member.
@@ -340,12 +358,28 @@ const (
 	ConditionScheduled = "Scheduled"
 	// ConditionFullyApplied is True when every member applied its Work.
 	ConditionFullyApplied = "FullyApplied"
+	// ConditionRendered is True when a Work is rendered for every member of
+	// spec.clusters.
+	ConditionRendered = "Rendered"
 
 	BindingReasonSuccess        = "Success"
 	BindingReasonSchedulerError = "SchedulerError"
 	BindingReasonNoClusterFit   = "NoClusterFit"
 	BindingReasonUnschedulable  = "Unschedulable"
 	BindingReasonQuotaExceeded  = "QuotaExceeded"
+
+	// Reasons of Rendered.
+	BindingReasonRendered         = "Rendered"
+	BindingReasonNotScheduled     = "NotScheduled"
+	BindingReasonTemplateNotFound = "TemplateNotFound"
+	BindingReasonOverrideFailed   = "OverrideFailed"
+	BindingReasonInvalidEnvelope  = "InvalidEnvelope"
+	BindingReasonMemberNotFound   = "MemberNotFound"
+	BindingReasonRenderFailed     = "RenderFailed"
+
+	// Reasons of FullyApplied.
+	BindingReasonFullyApplied    = "FullyApplied"
+	BindingReasonNotFullyApplied = "NotFullyApplied"
 )
 
 // ResourceHealth is Healthy, Unhealthy or Unknown.
@@ -364,6 +398,8 @@ const (
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`
 // +kubebuilder:printcolumn:name="Fully-Applied",type=string,JSONPath=`.status.conditions[?(@.type=="FullyApplied")].status`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
@@ -397,6 +433,8 @@ type ResourceBindingList struct {
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`
 // +kubebuilder:printcolumn:name="Fully-Applied",type=string,JSONPath=`.status.conditions[?(@.type=="FullyApplied")].status`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
@@ -427,3 +465,42 @@ func init() {
 	SchemeBuilder.Register(&ResourceBinding{}, &ResourceBindingList{},
 		&ClusterResourceBinding{}, &ClusterResourceBindingList{})
 }
+
+// GetConditions returns the binding's conditions; with SetConditions it lets
+// Cluster API's conditions and patch utilities handle a ResourceBinding.
+func (b *ResourceBinding) GetConditions() []metav1.Condition { return b.Status.Conditions }
+
+// SetConditions replaces the binding's conditions.
+func (b *ResourceBinding) SetConditions(c []metav1.Condition) { b.Status.Conditions = c }
+
+// GetConditions returns the binding's conditions.
+func (b *ClusterResourceBinding) GetConditions() []metav1.Condition { return b.Status.Conditions }
+
+// SetConditions replaces the binding's conditions.
+func (b *ClusterResourceBinding) SetConditions(c []metav1.Condition) { b.Status.Conditions = c }
+
+// Binding is a ResourceBinding or a ClusterResourceBinding, for controllers
+// that handle both alike.
+// +kubebuilder:object:generate=false
+type Binding interface {
+	metav1.Object
+	runtime.Object
+	// BindingSpec and BindingStatus return the binding's own spec and status
+	// (not copies).
+	BindingSpec() *ResourceBindingSpec
+	BindingStatus() *ResourceBindingStatus
+	GetConditions() []metav1.Condition
+	SetConditions([]metav1.Condition)
+}
+
+// BindingSpec returns the binding's spec.
+func (b *ResourceBinding) BindingSpec() *ResourceBindingSpec { return &b.Spec }
+
+// BindingStatus returns the binding's status.
+func (b *ResourceBinding) BindingStatus() *ResourceBindingStatus { return &b.Status }
+
+// BindingSpec returns the binding's spec.
+func (b *ClusterResourceBinding) BindingSpec() *ResourceBindingSpec { return &b.Spec }
+
+// BindingStatus returns the binding's status.
+func (b *ClusterResourceBinding) BindingStatus() *ResourceBindingStatus { return &b.Status }

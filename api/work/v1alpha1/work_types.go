@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 )
 
 // WorkSpec is what one member receives.
@@ -19,6 +21,14 @@ type WorkSpec struct {
 	// Work is deleted.
 	// +optional
 	PreserveResourcesOnDeletion *bool `json:"preserveResourcesOnDeletion,omitempty"`
+
+	// ConflictResolution says what to do with an object of the same name that
+	// exists in the member and is not managed by Flotilla: Abort (default)
+	// leaves it and reports the conflict, Overwrite takes it over. Copied from
+	// the binding. Flotilla extension (Karmada carries it in an annotation).
+	// +kubebuilder:validation:Enum=Abort;Overwrite
+	// +optional
+	ConflictResolution policyv1alpha1.ConflictResolution `json:"conflictResolution,omitempty"`
 }
 
 // WorkloadTemplate is a list of manifests.
@@ -113,6 +123,33 @@ const (
 	WorkDispatching = "Dispatching"
 )
 
+// Work condition reasons.
+const (
+	// WorkReasonApplied: every manifest is applied (Applied=True).
+	WorkReasonApplied = "Applied"
+	// WorkReasonAPINotEnabled: the member serves no resource for a
+	// manifest's apiVersion and kind.
+	WorkReasonAPINotEnabled = "APINotEnabled"
+	// WorkReasonConflict: an object exists in the member, is not managed by
+	// Flotilla, and conflictResolution is Abort.
+	WorkReasonConflict = "Conflict"
+	// WorkReasonApplyFailed: the member rejected a manifest.
+	WorkReasonApplyFailed = "ApplyFailed"
+	// WorkReasonMemberUnavailable: no client for the member (not enrolled,
+	// identity missing, unreachable).
+	WorkReasonMemberUnavailable = "MemberUnavailable"
+	// WorkReasonInvalidManifest: a manifest cannot be decoded.
+	WorkReasonInvalidManifest = "InvalidManifest"
+	// WorkReasonAvailable / WorkReasonNotAvailable: every applied object is
+	// healthy, or some is not yet (Available).
+	WorkReasonAvailable    = "Available"
+	WorkReasonNotAvailable = "NotAvailable"
+	// WorkReasonDispatching / WorkReasonSuspended: the Work is applied, or
+	// left alone because spec.suspendDispatching is true (Dispatching).
+	WorkReasonDispatching = "Dispatching"
+	WorkReasonSuspended   = "Suspended"
+)
+
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:path=works,scope=Namespaced,categories={flotilla}
@@ -149,3 +186,10 @@ type WorkList struct {
 func init() {
 	SchemeBuilder.Register(&Work{}, &WorkList{})
 }
+
+// GetConditions returns the Work's conditions; with SetConditions it lets
+// Cluster API's conditions and patch utilities handle a Work.
+func (w *Work) GetConditions() []metav1.Condition { return w.Status.Conditions }
+
+// SetConditions replaces the Work's conditions.
+func (w *Work) SetConditions(c []metav1.Condition) { w.Status.Conditions = c }

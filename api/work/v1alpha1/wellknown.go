@@ -1,0 +1,32 @@
+package v1alpha1
+
+// Labels, annotations and finalizers of bindings, Works and the objects
+// Flotilla applies to members (see docs/propagation.md).
+const (
+	// BindingPermanentIDLabel on a Work carries the UID of the binding it
+	// was rendered from, so that a binding's Works are found by label.
+	BindingPermanentIDLabel = "work.flotilla.io/binding-permanent-id"
+	// BindingKindAnnotation, BindingNamespaceAnnotation and
+	// BindingNameAnnotation on a Work name its binding (ResourceBinding or
+	// ClusterResourceBinding; the namespace is empty for the latter).
+	BindingKindAnnotation      = "work.flotilla.io/binding-kind"
+	BindingNamespaceAnnotation = "work.flotilla.io/binding-namespace"
+	BindingNameAnnotation      = "work.flotilla.io/binding-name"
+
+	// ManagedByLabel marks an object in a member as applied by Flotilla,
+	// with the value ManagedByValue. An object without it (and without
+	// FieldManager among its managers) is the member's own: Flotilla takes
+	// it over only under conflictResolution Overwrite, and never deletes it.
+	ManagedByLabel = "flotilla.io/managed-by"
+	ManagedByValue = "flotilla"
+
+	// FieldManager is the server-side apply field manager of every write
+	// Flotilla makes in a member.
+	FieldManager = "flotilla"
+
+	// BindingFinalizer holds a binding until its Works are deleted.
+	BindingFinalizer = "work.flotilla.io/works"
+	// ExecutionFinalizer holds a Work until its objects are removed from the
+	// member (unless spec.preserveResourcesOnDeletion).
+	ExecutionFinalizer = "work.flotilla.io/execution"
+)

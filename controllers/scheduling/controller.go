@@ -1,0 +1,213 @@
+package scheduling
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/patch"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
+)
+
+// Reconciler places bindings.
+type Reconciler struct {
+	Client    client.Client
+	Scheduler *scheduler.Scheduler
+	Recorder  events.EventRecorder
+	// RetryInterval is how often a binding that could not be placed is
+	// tried again even when nothing it watches changes (assumed capacity
+	// expires with time, not with an event).
+	RetryInterval time.Duration
+
+	snapshots *snapshots
+}
+
+// +kubebuilder:rbac:groups=work.flotilla.io,resources=resourcebindings;clusterresourcebindings,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=work.flotilla.io,resources=resourcebindings/status;clusterresourcebindings/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=cluster.flotilla.io,resources=memberclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager registers one controller for ResourceBindings and one for
+// ClusterResourceBindings; both watch MemberClusters.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Options) error {
+	if r.RetryInterval == 0 {
+		r.RetryInterval = 30 * time.Second
+	}
+	r.snapshots = &snapshots{reader: mgr.GetClient(), sched: r.Scheduler}
+
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("scheduling-resourcebinding").
+		For(&workv1alpha1.ResourceBinding{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&clusterv1alpha1.MemberCluster{},
+			handler.EnqueueRequestsFromMapFunc(r.enqueueAll(&workv1alpha1.ResourceBindingList{}, false)),
+			builder.WithPredicates(memberPlacementChanged())).
+		Watches(&clusterv1alpha1.MemberCluster{},
+			handler.EnqueueRequestsFromMapFunc(r.enqueueAll(&workv1alpha1.ResourceBindingList{}, true)),
+			builder.WithPredicates(memberCapacityChanged())).
+		WithOptions(options).
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			return r.reconcile(ctx, req, &workv1alpha1.ResourceBinding{})
+		}))
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("scheduling-clusterresourcebinding").
+		For(&workv1alpha1.ClusterResourceBinding{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&clusterv1alpha1.MemberCluster{},
+			handler.EnqueueRequestsFromMapFunc(r.enqueueAll(&workv1alpha1.ClusterResourceBindingList{}, false)),
+			builder.WithPredicates(memberPlacementChanged())).
+		Watches(&clusterv1alpha1.MemberCluster{},
+			handler.EnqueueRequestsFromMapFunc(r.enqueueAll(&workv1alpha1.ClusterResourceBindingList{}, true)),
+			builder.WithPredicates(memberCapacityChanged())).
+		WithOptions(options).
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			return r.reconcile(ctx, req, &workv1alpha1.ClusterResourceBinding{})
+		}))
+}
+
+// enqueueAll maps a member change to every binding of a kind or, for a
+// change of capacity alone, to the bindings still waiting to be placed:
+// placed bindings keep their replicas where they are (least movement), so
+// re-deciding them on every capacity report would only churn their status.
+func (r *Reconciler) enqueueAll(list client.ObjectList, onlyUnscheduled bool) handler.MapFunc {
+	return func(ctx context.Context, _ client.Object) []reconcile.Request {
+		l := list.DeepCopyObject().(client.ObjectList)
+		if err := r.Client.List(ctx, l); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "list bindings to reschedule after a member change")
+			return nil
+		}
+		var reqs []reconcile.Request
+		add := func(b workv1alpha1.Binding) {
+			if onlyUnscheduled && conditions.IsTrue(b, workv1alpha1.ConditionScheduled) {
+				return
+			}
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: b.GetNamespace(), Name: b.GetName()}})
+		}
+		switch items := l.(type) {
+		case *workv1alpha1.ResourceBindingList:
+			for i := range items.Items {
+				add(&items.Items[i])
+			}
+		case *workv1alpha1.ClusterResourceBindingList:
+			for i := range items.Items {
+				add(&items.Items[i])
+			}
+		}
+		return reqs
+	}
+}
+
+func bindingKey(b workv1alpha1.Binding) string {
+	if b.GetNamespace() == "" {
+		return b.GetName()
+	}
+	return b.GetNamespace() + "/" + b.GetName()
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request, b workv1alpha1.Binding) (_ reconcile.Result, reterr error) {
+	if err := r.Client.Get(ctx, req.NamespacedName, b.(client.Object)); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			r.Scheduler.Forget(keyOf(req))
+		}
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !b.GetDeletionTimestamp().IsZero() {
+		r.Scheduler.Forget(bindingKey(b))
+		return reconcile.Result{}, nil
+	}
+	if s := b.BindingSpec().Suspension; s != nil && s.Scheduling != nil && *s.Scheduling {
+		return reconcile.Result{}, nil
+	}
+
+	helper, err := patch.NewHelper(b.(client.Object), r.Client)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	defer func() {
+		if err := helper.Patch(ctx, b.(client.Object), patch.WithOwnedConditions{Conditions: []string{workv1alpha1.ConditionScheduled}}); err != nil {
+			reterr = fmt.Errorf("write placement of %s: %w", bindingKey(b), err)
+		}
+	}()
+
+	snap, err := r.snapshots.get(ctx)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("snapshot of members: %w", err)
+	}
+	return r.schedule(ctx, snap, b), nil
+}
+
+// schedule runs one decision and records it on the binding.
+func (r *Reconciler) schedule(ctx context.Context, snap *scheduler.Snapshot, b workv1alpha1.Binding) reconcile.Result {
+	spec, status := b.BindingSpec(), b.BindingStatus()
+	in := scheduler.InputFromBinding(bindingKey(b), spec, status)
+	res, err := r.Scheduler.Schedule(snap, in)
+	status.SchedulingDecision = decisionOf(res)
+
+	if err != nil {
+		reason := scheduler.ReasonOf(err)
+		message := messageOf(err)
+		// The placement in force stays: a binding that cannot be placed anew
+		// keeps running where it runs rather than being torn down.
+		conditions.Set(b, metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionFalse, Reason: reason, Message: message})
+		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, reason, "Schedule", "%s", message)
+		ctrl.LoggerFrom(ctx).V(1).Info("not scheduled", "reason", reason, "message", message)
+		return reconcile.Result{RequeueAfter: r.RetryInterval}
+	}
+
+	now := metav1.Now()
+	changed := !equality.Semantic.DeepEqual(spec.Clusters, res.Clusters) && !(len(spec.Clusters) == 0 && len(res.Clusters) == 0)
+	if changed || in.Rebalance || status.LastScheduledTime == nil {
+		spec.Clusters = res.Clusters
+		status.LastScheduledTime = &now
+	}
+	status.SchedulerObservedGeneration = b.GetGeneration()
+	status.SchedulerObservedAffinityName = res.AffinityName
+	placement := describePlacement(res.Clusters)
+	conditions.Set(b, metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: workv1alpha1.BindingReasonSuccess, Message: placement})
+	if changed {
+		r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "Scheduled", "Schedule", "%s", placement)
+	}
+	return reconcile.Result{}
+}
+
+func messageOf(err error) string {
+	if e, ok := err.(*scheduler.Error); ok {
+		return e.Message
+	}
+	return err.Error()
+}
+
+func describePlacement(clusters []workv1alpha1.TargetCluster) string {
+	if len(clusters) == 0 {
+		return "placed on no member"
+	}
+	parts := make([]string, len(clusters))
+	for i, c := range clusters {
+		parts[i] = fmt.Sprintf("%s:%d", c.Name, c.Replicas)
+	}
+	return "placed on " + strings.Join(parts, ", ")
+}
+
+func keyOf(req reconcile.Request) string {
+	if req.Namespace == "" {
+		return req.Name
+	}
+	return req.Namespace + "/" + req.Name
+}

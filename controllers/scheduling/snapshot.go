@@ -1,0 +1,65 @@
+package scheduling
+
+import (
+	"context"
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
+)
+
+// snapshots compiles the fleet into a scheduler.Snapshot and reuses it until
+// a MemberCluster changes, so that a thousand decisions in a row do not each
+// recompile a thousand members.
+type snapshots struct {
+	reader client.Reader
+	sched  *scheduler.Scheduler
+
+	mu      sync.Mutex
+	version uint64
+	current *scheduler.Snapshot
+}
+
+func (s *snapshots) get(ctx context.Context) (*scheduler.Snapshot, error) {
+	list := &clusterv1alpha1.MemberClusterList{}
+	if err := s.reader.List(ctx, list); err != nil {
+		return nil, err
+	}
+	version := fingerprint(list.Items)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.current != nil && version == s.version {
+		return s.current, nil
+	}
+	snap, err := scheduler.NewSnapshot(list.Items)
+	if err != nil {
+		return nil, err
+	}
+	s.current, s.version = snap, version
+	// Assumed capacity that a member's capacity model now reflects is released.
+	observed := map[string]time.Time{}
+	for i := range list.Items {
+		if m := list.Items[i].Status.CapacityModel; m != nil {
+			observed[list.Items[i].Name] = m.ObservedTime.Time
+		}
+	}
+	s.sched.Ledger().Prune(observed)
+	return snap, nil
+}
+
+// fingerprint changes whenever a member is added, removed or updated.
+func fingerprint(members []clusterv1alpha1.MemberCluster) uint64 {
+	h := fnv.New64a()
+	for i := range members {
+		_, _ = h.Write([]byte(members[i].Name))
+		_, _ = h.Write([]byte{0})
+		_, _ = h.Write([]byte(members[i].ResourceVersion))
+		_, _ = h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
