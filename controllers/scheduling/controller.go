@@ -158,7 +158,7 @@ func (r *Reconciler) schedule(ctx context.Context, snap *scheduler.Snapshot, b w
 	spec, status := b.BindingSpec(), b.BindingStatus()
 	in := scheduler.InputFromBinding(bindingKey(b), spec, status)
 	res, err := r.Scheduler.Schedule(snap, in)
-	status.SchedulingDecision = decisionOf(res)
+	status.SchedulingDecision = res.Decision()
 
 	if err != nil {
 		reason := scheduler.ReasonOf(err)

@@ -9,16 +9,10 @@ import (
 	"path/filepath"
 	"sync"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
-	capiv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
-	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
-	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/e2e/fleet/provider"
+	"github.com/flotilla-io/flotilla/internal/hubscheme"
 )
 
 // Options configure a fleet.
@@ -60,21 +54,8 @@ type Fleet struct {
 	stopped bool
 }
 
-// Scheme has the Kubernetes built-ins, Cluster API's core and add-on APIs,
-// and Flotilla's APIs.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
-		capiv1.AddToScheme, addonsv1.AddToScheme,
-		clusterv1alpha1.AddToScheme, policyv1alpha1.AddToScheme, workv1alpha1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			panic(err)
-		}
-	}
-	return s
-}
+// Scheme has every API a hub client of the fleet uses.
+func Scheme() *runtime.Scheme { return hubscheme.New() }
 
 // Start starts the hub and the members, and creates each member's CAPI
 // Cluster. On error, everything started so far is stopped.

@@ -1,0 +1,153 @@
+// Package replicas reads a resource template's replica count and what one
+// replica needs, for its binding, and writes a member's share of replicas
+// back into the template rendered for that member.
+//
+// Known workload kinds follow Karmada's default resource interpreter:
+// Deployment, StatefulSet and ReplicaSet count spec.replicas, Job counts
+// spec.parallelism (both default to 1, as the API server defaults them);
+// every other kind has no replicas (0) and no requirements: it is copied
+// whole to each member it is placed on.
+package replicas
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	podresource "k8s.io/component-helpers/resource"
+
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+)
+
+var (
+	deploymentKind  = schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	statefulSetKind = schema.GroupKind{Group: "apps", Kind: "StatefulSet"}
+	replicaSetKind  = schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}
+	jobKind         = schema.GroupKind{Group: "batch", Kind: "Job"}
+)
+
+// field is where a kind keeps its replica count.
+func field(gk schema.GroupKind) ([]string, bool) {
+	switch gk {
+	case deploymentKind, statefulSetKind, replicaSetKind:
+		return []string{"spec", "replicas"}, true
+	case jobKind:
+		return []string{"spec", "parallelism"}, true
+	}
+	return nil, false
+}
+
+func groupKind(obj *unstructured.Unstructured) schema.GroupKind {
+	return obj.GroupVersionKind().GroupKind()
+}
+
+// HasReplicas reports whether the template's kind carries a replica count
+// that Flotilla divides between members.
+func HasReplicas(obj *unstructured.Unstructured) bool {
+	_, ok := field(groupKind(obj))
+	return ok
+}
+
+// Extract returns the template's desired replicas and what one replica
+// needs. Kinds without replicas give 0 and nil.
+func Extract(obj *unstructured.Unstructured) (int32, *workv1alpha1.ReplicaRequirements, error) {
+	var (
+		replicas *int32
+		pod      *corev1.PodTemplateSpec
+	)
+	switch groupKind(obj) {
+	case deploymentKind:
+		d := &appsv1.Deployment{}
+		if err := fromUnstructured(obj, d); err != nil {
+			return 0, nil, err
+		}
+		replicas, pod = d.Spec.Replicas, &d.Spec.Template
+	case statefulSetKind:
+		s := &appsv1.StatefulSet{}
+		if err := fromUnstructured(obj, s); err != nil {
+			return 0, nil, err
+		}
+		replicas, pod = s.Spec.Replicas, &s.Spec.Template
+	case replicaSetKind:
+		r := &appsv1.ReplicaSet{}
+		if err := fromUnstructured(obj, r); err != nil {
+			return 0, nil, err
+		}
+		replicas, pod = r.Spec.Replicas, &r.Spec.Template
+	case jobKind:
+		j := &batchv1.Job{}
+		if err := fromUnstructured(obj, j); err != nil {
+			return 0, nil, err
+		}
+		replicas, pod = j.Spec.Parallelism, &j.Spec.Template
+	default:
+		return 0, nil, nil
+	}
+	n := int32(1) // the API server's default for both fields
+	if replicas != nil {
+		n = *replicas
+	}
+	return n, requirements(obj.GetNamespace(), pod), nil
+}
+
+func fromUnstructured(obj *unstructured.Unstructured, into any) error {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, into); err != nil {
+		return fmt.Errorf("read %s %s as a %s: %w", obj.GetKind(), obj.GetName(), obj.GroupVersionKind(), err)
+	}
+	return nil
+}
+
+// requirements is what one Pod of the template needs: requests and limits
+// computed as the kube-scheduler does (containers summed, init containers
+// as a maximum, sidecars, pod-level resources, overhead), and where it may
+// run.
+func requirements(namespace string, template *corev1.PodTemplateSpec) *workv1alpha1.ReplicaRequirements {
+	pod := &corev1.Pod{ObjectMeta: template.ObjectMeta, Spec: template.Spec}
+	spec := &template.Spec
+	rr := &workv1alpha1.ReplicaRequirements{
+		Namespace:         namespace,
+		PriorityClassName: spec.PriorityClassName,
+		ResourceRequest:   nonEmpty(podresource.PodRequests(pod, podresource.PodResourcesOptions{})),
+		ResourceLimits:    nonEmpty(podresource.PodLimits(pod, podresource.PodResourcesOptions{})),
+	}
+	claim := &workv1alpha1.NodeClaim{NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations}
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
+		claim.HardNodeAffinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	if len(claim.NodeSelector) > 0 || len(claim.Tolerations) > 0 || claim.HardNodeAffinity != nil {
+		rr.NodeClaim = claim
+	}
+	return rr
+}
+
+func nonEmpty(l corev1.ResourceList) corev1.ResourceList {
+	if len(l) == 0 {
+		return nil
+	}
+	return l
+}
+
+// Set writes a member's share of replicas into the template rendered for
+// it. It reports false, and changes nothing, for kinds without replicas.
+func Set(obj *unstructured.Unstructured, replicas int32) (bool, error) {
+	f, ok := field(groupKind(obj))
+	if !ok {
+		return false, nil
+	}
+	if err := unstructured.SetNestedField(obj.Object, int64(replicas), f...); err != nil {
+		return false, fmt.Errorf("set %s of %s %s: %w", joinPath(f), obj.GetKind(), obj.GetName(), err)
+	}
+	return true, nil
+}
+
+func joinPath(f []string) string {
+	s := ""
+	for _, p := range f {
+		s += "." + p
+	}
+	return s
+}
