@@ -6,34 +6,53 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
+	capiv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/enrolment"
+	"github.com/flotilla-io/flotilla/controllers/memberclient"
+	"github.com/flotilla-io/flotilla/controllers/propagation"
+	"github.com/flotilla-io/flotilla/controllers/scheduling"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/scheduler/assumed"
 	"github.com/flotilla-io/flotilla/webhooks"
 )
 
+// imageRepository prefixes the add-on images when their flags are empty.
+const imageRepository = "ghcr.io/flotilla-io/"
+
 // options are the manager's flags.
 type options struct {
-	metricsAddr          string
-	healthAddr           string
-	webhookPort          int
-	webhookCertDir       string
-	enableWebhooks       bool
-	leaderElect          bool
-	leaderElectNamespace string
+	metricsAddr            string
+	healthAddr             string
+	webhookPort            int
+	webhookCertDir         string
+	enableWebhooks         bool
+	leaderElect            bool
+	schedulerRetryInterval time.Duration
+	assumedCapacityGrace   time.Duration
+	leaderElectNamespace   string
+	enrolment              enrolment.Options
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
@@ -42,8 +61,45 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs/", "Directory holding tls.crt and tls.key of the webhook server.")
 	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks.")
+	fs.DurationVar(&o.schedulerRetryInterval, "scheduler-retry-interval", 30*time.Second, "How often a binding that could not be placed is tried again when nothing it watches changes.")
+	fs.DurationVar(&o.assumedCapacityGrace, "assumed-capacity-grace", 30*time.Second, "How long replicas just placed on a member keep counting against its capacity after its capacity model is newer than the placement (estimator lag).")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease; the manager's own namespace when empty.")
+
+	e := &o.enrolment
+	fs.BoolVar(&e.EnrolAll, "enrol-all", false, "Enrol every CAPI Cluster not labelled flotilla.io/enroll=false, not only those (or whose namespace is) labelled flotilla.io/enroll=true.")
+	fs.StringVar(&e.Version, "flotilla-version", "dev", "Flotilla version: labels the add-ons and tags their default images.")
+	fs.StringVar(&e.EstimatorImage, "estimator-image", "", "Image of flotilla-estimator installed in members; "+imageRepository+"flotilla-estimator:<flotilla-version> when empty.")
+	fs.StringVar(&e.AgentImage, "agent-image", "", "Image of flotilla-agent installed in Pull-mode members; "+imageRepository+"flotilla-agent:<flotilla-version> when empty.")
+	fs.DurationVar(&e.DrainTimeout, "member-drain-timeout", 10*time.Minute, "How long a leaving member's Works may take to move away before the member is removed anyway.")
+	fs.DurationVar(&e.SyncPeriod, "member-sync-period", 30*time.Second, "How often an enrolled member's heartbeat, capacity model and identity are refreshed.")
+	fs.DurationVar(&e.EstimatorPublishInterval, "estimator-publish-interval", 10*time.Second, "The estimator publishes its capacity model at most this often.")
+	fs.StringVar(&e.HubAPIServer, "hub-apiserver-url", "", "URL at which Pull-mode agents reach the hub's apiserver; the manager's own apiserver URL when empty.")
+}
+
+// complete fills the defaults that depend on other flags or the hub.
+func (o *options) complete(cfg *rest.Config) error {
+	e := &o.enrolment
+	if e.EstimatorImage == "" {
+		e.EstimatorImage = imageRepository + "flotilla-estimator:" + e.Version
+	}
+	if e.AgentImage == "" {
+		e.AgentImage = imageRepository + "flotilla-agent:" + e.Version
+	}
+	if e.HubAPIServer == "" {
+		e.HubAPIServer = cfg.Host
+	}
+	if len(e.HubCAData) == 0 {
+		e.HubCAData = cfg.CAData
+		if len(e.HubCAData) == 0 && cfg.CAFile != "" {
+			ca, err := os.ReadFile(cfg.CAFile)
+			if err != nil {
+				return fmt.Errorf("read the hub CA for agents: %w", err)
+			}
+			e.HubCAData = ca
+		}
+	}
+	return nil
 }
 
 func main() {
@@ -65,6 +121,7 @@ func newScheme() (*runtime.Scheme, error) {
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme,
 		clusterv1alpha1.AddToScheme, policyv1alpha1.AddToScheme, workv1alpha1.AddToScheme,
+		capiv1.AddToScheme, addonsv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, err
@@ -81,6 +138,9 @@ func run(opts *options) error {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("hub kubeconfig: %w", err)
+	}
+	if err := opts.complete(cfg); err != nil {
+		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
@@ -106,5 +166,27 @@ func run(opts *options) error {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
+	if err := setupControllers(ctx, mgr, opts); err != nil {
+		return err
+	}
 	return mgr.Start(ctx)
+}
+
+func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) error {
+	if err := (&enrolment.Reconciler{Options: opts.enrolment}).SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
+		return fmt.Errorf("set up enrolment: %w", err)
+	}
+	sched := scheduler.New(scheduler.WithLedger(assumed.New(opts.assumedCapacityGrace)))
+	if err := (&scheduling.Reconciler{
+		Client: mgr.GetClient(), Scheduler: sched,
+		Recorder:      mgr.GetEventRecorder("flotilla-scheduler"),
+		RetryInterval: opts.schedulerRetryInterval,
+	}).SetupWithManager(mgr, controller.Options{}); err != nil {
+		return fmt.Errorf("set up scheduling: %w", err)
+	}
+	members := propagation.MemberClientsFrom(memberclient.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme()))
+	if err := propagation.SetupWithManager(ctx, mgr, propagation.Options{MemberClients: members}); err != nil {
+		return fmt.Errorf("set up propagation: %w", err)
+	}
+	return nil
 }

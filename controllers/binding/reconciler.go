@@ -1,0 +1,630 @@
+// Package binding renders each ResourceBinding and ClusterResourceBinding
+// into Works: one per member of spec.clusters, in the member's execution
+// namespace flotilla-es-<member>, holding the template as that member
+// receives it — stripped of what the hub's API server set, with the
+// member's replica count written in and the OverridePolicies and
+// ClusterOverridePolicies applied (internal/overrides).
+//
+//   - propagateDeps: the ConfigMaps, Secrets, ServiceAccounts and PVCs the
+//     template's pod spec references (internal/dependencies) go into the
+//     same Work, before the workload, with overrides applied to each; they
+//     leave the member with it. A dependency missing on the hub is skipped
+//     and named in the Rendered condition's message.
+//   - Envelopes: a template that is an envelope ConfigMap
+//     (internal/envelope) is replaced in the Work by the objects it carries,
+//     after overrides are applied to the ConfigMap itself (so a
+//     fieldOverrider can customise an embedded manifest per member).
+//   - Suspension: spec.suspension.dispatching, or a member named in
+//     dispatchingOnClusters, sets the Work's spec.suspendDispatching.
+//   - A member no longer in spec.clusters loses its Work, unless a
+//     gracefulEvictionTask names it: then its Work stays as it is until the
+//     task is removed.
+//
+// The binding's Rendered condition says whether every member's Work is
+// rendered; failures are also events on the template.
+package binding
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/finalizers"
+	"sigs.k8s.io/cluster-api/util/patch"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/dependencies"
+	"github.com/flotilla-io/flotilla/internal/envelope"
+	"github.com/flotilla-io/flotilla/internal/overrides"
+	"github.com/flotilla-io/flotilla/internal/replicas"
+)
+
+// Binding kinds, as in Work annotations.
+const (
+	KindResourceBinding        = "ResourceBinding"
+	KindClusterResourceBinding = "ClusterResourceBinding"
+)
+
+// memberIndex indexes bindings by the members they target or keep a Work
+// on (spec.clusters and gracefulEvictionTasks).
+const memberIndex = "flotilla.io/binding-members"
+
+// executionNamespaceRetry is how soon a Work whose execution namespace does
+// not exist yet (the member is still enrolling) is tried again.
+const executionNamespaceRetry = 10 * time.Second
+
+// +kubebuilder:rbac:groups=work.flotilla.io,resources=resourcebindings;clusterresourcebindings,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=work.flotilla.io,resources=resourcebindings/status;clusterresourcebindings/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=work.flotilla.io,resources=works,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy.flotilla.io,resources=overridepolicies;clusteroverridepolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.flotilla.io,resources=memberclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps;secrets;serviceaccounts;persistentvolumeclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler renders bindings into Works.
+type Reconciler struct {
+	// Client is the manager's client.
+	Client client.Client
+	// APIReader reads templates and their dependencies from the API server:
+	// the hub does not cache every kind a template can be.
+	APIReader client.Reader
+	// Recorder records events on templates.
+	Recorder events.EventRecorder
+
+	deps dependencyIndex
+}
+
+// SetupWithManager registers one controller per binding kind.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	if r.Client == nil || r.APIReader == nil || r.Recorder == nil {
+		return errors.New("binding: Client, APIReader and Recorder must be set")
+	}
+	for _, kind := range []string{KindResourceBinding, KindClusterResourceBinding} {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, NewBinding(kind), memberIndex, indexMembers); err != nil {
+			return fmt.Errorf("index %s by member: %w", kind, err)
+		}
+		b := ctrl.NewControllerManagedBy(mgr).
+			Named("works-"+strings.ToLower(kind)).
+			For(NewBinding(kind), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted()))).
+			Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(WorkToBinding(kind)),
+				builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deleted()))).
+			Watches(&policyv1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.allBindings(kind)),
+				builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			Watches(&clusterv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOnMember(kind)),
+				builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+			WithOptions(options)
+		if kind == KindResourceBinding {
+			b = b.Watches(&policyv1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.allBindings(kind)),
+				builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+		}
+		for _, depKind := range []string{dependencies.ConfigMap, dependencies.Secret, dependencies.ServiceAccount, dependencies.PersistentVolumeClaim} {
+			meta := &metav1.PartialObjectMetadata{}
+			meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(depKind))
+			b = b.WatchesMetadata(meta, handler.EnqueueRequestsFromMapFunc(r.dependentsOf(kind, depKind)),
+				builder.WithPredicates(predicate.ResourceVersionChangedPredicate{}))
+		}
+		kind := kind
+		if err := b.Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+			return r.Reconcile(ctx, kind, req)
+		})); err != nil {
+			return fmt.Errorf("works controller for %s: %w", kind, err)
+		}
+	}
+	return nil
+}
+
+// NewBinding is an empty binding of kind (KindResourceBinding or
+// KindClusterResourceBinding).
+func NewBinding(kind string) workv1alpha1.Binding {
+	if kind == KindClusterResourceBinding {
+		return &workv1alpha1.ClusterResourceBinding{}
+	}
+	return &workv1alpha1.ResourceBinding{}
+}
+
+func indexMembers(obj client.Object) []string {
+	b, ok := obj.(workv1alpha1.Binding)
+	if !ok {
+		return nil
+	}
+	var members []string
+	for _, c := range b.BindingSpec().Clusters {
+		members = append(members, c.Name)
+	}
+	for _, t := range b.BindingSpec().GracefulEvictionTasks {
+		members = append(members, t.FromCluster)
+	}
+	slices.Sort(members)
+	return slices.Compact(members)
+}
+
+// Reconcile renders one binding's Works, or removes them when the binding
+// is being deleted; the Rendered condition is written in one patch.
+func (r *Reconciler) Reconcile(ctx context.Context, kind string, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	b := NewBinding(kind)
+	key := bindingKey{Kind: kind, ObjectKey: req.NamespacedName}
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.deps.Set(key, nil)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if b.GetDeletionTimestamp().IsZero() {
+		if _, err := finalizers.EnsureFinalizer(ctx, r.Client, b, workv1alpha1.BindingFinalizer); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	helper, err := patch.NewHelper(b, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	previous := conditions.Get(b, workv1alpha1.ConditionRendered).DeepCopy() // Get points into the list Set changes
+	defer func() {
+		r.reportFailure(b, previous)
+		if err := helper.Patch(ctx, b, patch.WithOwnedConditions{Conditions: []string{workv1alpha1.ConditionRendered}}); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patch %s %s: %w", kind, req.NamespacedName, err)})
+		}
+	}()
+
+	if !b.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, key, b)
+	}
+	return r.reconcileNormal(ctx, key, b)
+}
+
+// reconcileDelete deletes the binding's Works and lets the binding go once
+// they are gone (their own finalizers first remove the objects from members).
+func (r *Reconciler) reconcileDelete(ctx context.Context, key bindingKey, b workv1alpha1.Binding) error {
+	works, err := r.worksOf(ctx, b)
+	if err != nil {
+		return err
+	}
+	for i := range works {
+		if err := r.deleteWork(ctx, &works[i]); err != nil {
+			return err
+		}
+	}
+	if len(works) > 0 {
+		return nil // Work deletions bring the binding back here.
+	}
+	controllerutil.RemoveFinalizer(b, workv1alpha1.BindingFinalizer)
+	r.deps.Set(key, nil)
+	return nil
+}
+
+// rendering is one reconciliation of a binding's Works.
+type rendering struct {
+	key      bindingKey
+	binding  workv1alpha1.Binding
+	template *unstructured.Unstructured
+	// deps are the template's dependencies read from the hub (propagateDeps).
+	deps []*unstructured.Unstructured
+	// missing names dependencies the hub does not have.
+	missing []string
+	// clusterPolicies and policies are the override policies that may apply.
+	clusterPolicies []policyv1alpha1.ClusterOverridePolicy
+	policies        []policyv1alpha1.OverridePolicy
+	// failures per member, reported in the Rendered condition.
+	failures []failure
+	requeue  time.Duration
+}
+
+type failure struct {
+	member, reason, message string
+}
+
+func (s *rendering) fail(member, reason, format string, args ...any) {
+	s.failures = append(s.failures, failure{member: member, reason: reason, message: fmt.Sprintf(format, args...)})
+}
+
+func (r *Reconciler) reconcileNormal(ctx context.Context, key bindingKey, b workv1alpha1.Binding) (ctrl.Result, error) {
+	s := &rendering{key: key, binding: b}
+	phases := []func(context.Context, *rendering) (bool, error){
+		r.readTemplate,
+		r.readDependencies,
+		r.readOverridePolicies,
+		r.writeWorks,
+		r.removeStaleWorks,
+	}
+	for _, phase := range phases {
+		proceed, err := phase(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !proceed {
+			break
+		}
+	}
+	conditions.Set(b, renderedCondition(s))
+	return ctrl.Result{RequeueAfter: s.requeue}, nil
+}
+
+// readTemplate reads the template the binding names, from the API server.
+func (r *Reconciler) readTemplate(ctx context.Context, s *rendering) (bool, error) {
+	res := s.binding.BindingSpec().Resource
+	t := &unstructured.Unstructured{}
+	t.SetAPIVersion(res.APIVersion)
+	t.SetKind(res.Kind)
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: res.Namespace, Name: res.Name}, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			// The detector deletes the binding of a deleted template; until
+			// then the Works stay as they are.
+			s.fail("", workv1alpha1.BindingReasonTemplateNotFound, "%s %s not found", res.Kind, objectName(res.Namespace, res.Name))
+			return false, nil
+		}
+		return false, fmt.Errorf("read template %s %s: %w", res.Kind, objectName(res.Namespace, res.Name), err)
+	}
+	s.template = t
+	return true, nil
+}
+
+// readDependencies reads the objects the template's Pods reference, when
+// the binding propagates dependencies.
+func (r *Reconciler) readDependencies(ctx context.Context, s *rendering) (bool, error) {
+	var index []dependent
+	defer func() { r.deps.Set(s.key, index) }()
+	if !s.binding.BindingSpec().PropagateDeps {
+		return true, nil
+	}
+	refs, err := dependencies.Of(s.template)
+	if err != nil {
+		s.fail("", workv1alpha1.BindingReasonRenderFailed, "%v", err)
+		return false, nil
+	}
+	for _, ref := range refs {
+		index = append(index, dependent{Kind: ref.Kind, Namespace: s.template.GetNamespace(), Name: ref.Name})
+		dep := &unstructured.Unstructured{}
+		dep.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(ref.Kind))
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.template.GetNamespace(), Name: ref.Name}, dep)
+		if apierrors.IsNotFound(err) {
+			s.missing = append(s.missing, ref.Kind+" "+ref.Name)
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("read dependency %s %s/%s: %w", ref.Kind, s.template.GetNamespace(), ref.Name, err)
+		}
+		// A token Secret belongs to the hub's ServiceAccount; the member mints its own.
+		if t, _, _ := unstructured.NestedString(dep.Object, "type"); t == string(corev1.SecretTypeServiceAccountToken) {
+			continue
+		}
+		s.deps = append(s.deps, dep)
+	}
+	return true, nil
+}
+
+// readOverridePolicies lists the override policies that may apply to the
+// template: every ClusterOverridePolicy and the OverridePolicies of its namespace.
+func (r *Reconciler) readOverridePolicies(ctx context.Context, s *rendering) (bool, error) {
+	cops := &policyv1alpha1.ClusterOverridePolicyList{}
+	if err := r.Client.List(ctx, cops); err != nil {
+		return false, fmt.Errorf("list ClusterOverridePolicies: %w", err)
+	}
+	s.clusterPolicies = cops.Items
+	if ns := s.template.GetNamespace(); ns != "" {
+		ops := &policyv1alpha1.OverridePolicyList{}
+		if err := r.Client.List(ctx, ops, client.InNamespace(ns)); err != nil {
+			return false, fmt.Errorf("list OverridePolicies of %s: %w", ns, err)
+		}
+		s.policies = ops.Items
+	}
+	return true, nil
+}
+
+// writeWorks renders and writes the Work of every member of spec.clusters.
+// A member that cannot be rendered keeps its previous Work.
+func (r *Reconciler) writeWorks(ctx context.Context, s *rendering) (bool, error) {
+	spec := s.binding.BindingSpec()
+	for _, target := range spec.Clusters {
+		manifests, reason, err := r.render(ctx, s, target)
+		if err != nil {
+			if reason == "" {
+				return false, err
+			}
+			s.fail(target.Name, reason, "%v", err)
+			continue
+		}
+		if err := r.writeWork(ctx, s, target.Name, manifests); err != nil {
+			if apierrors.IsNotFound(err) {
+				s.fail(target.Name, workv1alpha1.BindingReasonMemberNotFound, "execution namespace %s does not exist: the member is not enrolled (yet)",
+					clusterv1alpha1.ExecutionNamespace(target.Name))
+				s.requeue = executionNamespaceRetry
+				continue
+			}
+			return false, fmt.Errorf("write the Work of member %s: %w", target.Name, err)
+		}
+	}
+	return true, nil
+}
+
+// render is the manifests of one member's Work. A user-facing failure
+// comes with its reason; an error without reason is transient.
+func (r *Reconciler) render(ctx context.Context, s *rendering, target workv1alpha1.TargetCluster) ([]workv1alpha1.Manifest, string, error) {
+	member := &clusterv1alpha1.MemberCluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: target.Name}, member); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, workv1alpha1.BindingReasonMemberNotFound, fmt.Errorf("MemberCluster %s not found", target.Name)
+		}
+		return nil, "", fmt.Errorf("read MemberCluster %s: %w", target.Name, err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, dep := range s.deps {
+		out, err := overrides.Apply(dep, member, s.clusterPolicies, s.policies)
+		if err != nil {
+			return nil, workv1alpha1.BindingReasonOverrideFailed, fmt.Errorf("%s %s: %w", dep.GetKind(), dep.GetName(), err)
+		}
+		objs = append(objs, Strip(out.Object))
+	}
+	out, err := overrides.Apply(s.template, member, s.clusterPolicies, s.policies)
+	if err != nil {
+		return nil, workv1alpha1.BindingReasonOverrideFailed, err
+	}
+	workload := Strip(out.Object)
+	if envelope.Is(workload) {
+		contents, err := envelope.Unwrap(workload)
+		if err != nil {
+			return nil, workv1alpha1.BindingReasonInvalidEnvelope, err
+		}
+		objs = append(objs, contents...)
+	} else {
+		if _, err := replicas.Set(workload, target.Replicas); err != nil {
+			return nil, workv1alpha1.BindingReasonRenderFailed, err
+		}
+		objs = append(objs, workload)
+	}
+	manifests, err := manifestsOf(objs)
+	if err != nil {
+		return nil, workv1alpha1.BindingReasonRenderFailed, err
+	}
+	return manifests, "", nil
+}
+
+// writeWork creates or updates one member's Work.
+func (r *Reconciler) writeWork(ctx context.Context, s *rendering, member string, manifests []workv1alpha1.Manifest) error {
+	b, spec := s.binding, s.binding.BindingSpec()
+	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{
+		Namespace: clusterv1alpha1.ExecutionNamespace(member),
+		Name:      WorkName(s.key.Kind, b.GetNamespace(), b.GetName()),
+	}}
+	_, err := controllerutil.CreateOrPatch(ctx, r.Client, work, func() error {
+		if work.Labels == nil {
+			work.Labels = map[string]string{}
+		}
+		work.Labels[workv1alpha1.BindingPermanentIDLabel] = string(b.GetUID())
+		work.Labels[clusterv1alpha1.MemberLabel] = member
+		if work.Annotations == nil {
+			work.Annotations = map[string]string{}
+		}
+		work.Annotations[workv1alpha1.BindingKindAnnotation] = s.key.Kind
+		work.Annotations[workv1alpha1.BindingNamespaceAnnotation] = b.GetNamespace()
+		work.Annotations[workv1alpha1.BindingNameAnnotation] = b.GetName()
+		work.Spec.Workload.Manifests = manifests
+		work.Spec.SuspendDispatching = ptr.To(dispatchSuspended(spec.Suspension, member))
+		work.Spec.PreserveResourcesOnDeletion = ptr.To(ptr.Deref(spec.PreserveResourcesOnDeletion, false))
+		work.Spec.ConflictResolution = spec.ConflictResolution
+		if work.Spec.ConflictResolution == "" {
+			work.Spec.ConflictResolution = policyv1alpha1.ConflictAbort
+		}
+		return nil
+	})
+	return err
+}
+
+// removeStaleWorks deletes the Works of members the binding no longer
+// targets, except those a graceful eviction task still holds.
+func (r *Reconciler) removeStaleWorks(ctx context.Context, s *rendering) (bool, error) {
+	keep := map[string]bool{}
+	for _, c := range s.binding.BindingSpec().Clusters {
+		keep[c.Name] = true
+	}
+	for _, t := range s.binding.BindingSpec().GracefulEvictionTasks {
+		keep[t.FromCluster] = true
+	}
+	works, err := r.worksOf(ctx, s.binding)
+	if err != nil {
+		return false, err
+	}
+	for i := range works {
+		if !keep[works[i].Labels[clusterv1alpha1.MemberLabel]] {
+			if err := r.deleteWork(ctx, &works[i]); err != nil {
+				return false, err
+			}
+		}
+	}
+	return true, nil
+}
+
+func (r *Reconciler) worksOf(ctx context.Context, b workv1alpha1.Binding) ([]workv1alpha1.Work, error) {
+	list := &workv1alpha1.WorkList{}
+	if err := r.Client.List(ctx, list, client.MatchingLabels{workv1alpha1.BindingPermanentIDLabel: string(b.GetUID())}); err != nil {
+		return nil, fmt.Errorf("list the Works of %s: %w", objectName(b.GetNamespace(), b.GetName()), err)
+	}
+	return list.Items, nil
+}
+
+func (r *Reconciler) deleteWork(ctx context.Context, w *workv1alpha1.Work) error {
+	if !w.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	if err := r.Client.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Work %s/%s: %w", w.Namespace, w.Name, err)
+	}
+	return nil
+}
+
+// renderedCondition summarises a rendering: True naming the members, or
+// False with the first failure's reason and every failure's message.
+func renderedCondition(s *rendering) metav1.Condition {
+	c := metav1.Condition{Type: workv1alpha1.ConditionRendered, ObservedGeneration: s.binding.GetGeneration()}
+	spec := s.binding.BindingSpec()
+	if len(s.failures) > 0 {
+		c.Status, c.Reason = metav1.ConditionFalse, s.failures[0].reason
+		var parts []string
+		for _, f := range s.failures {
+			if f.member == "" {
+				parts = append(parts, f.message)
+			} else {
+				parts = append(parts, "member "+f.member+": "+f.message)
+			}
+		}
+		c.Message = strings.Join(parts, "; ")
+		return c
+	}
+	if len(spec.Clusters) == 0 {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, workv1alpha1.BindingReasonNotScheduled, "not scheduled to any member yet"
+		return c
+	}
+	var members []string
+	for _, t := range spec.Clusters {
+		members = append(members, t.Name)
+	}
+	c.Status, c.Reason = metav1.ConditionTrue, workv1alpha1.BindingReasonRendered
+	c.Message = "rendered the Works of " + strings.Join(members, ", ")
+	if len(s.missing) > 0 {
+		c.Message += "; dependencies not found on the hub, not propagated: " + strings.Join(s.missing, ", ")
+	}
+	return c
+}
+
+// reportFailure records an event on the template when rendering newly
+// fails, or fails differently.
+func (r *Reconciler) reportFailure(b workv1alpha1.Binding, previous *metav1.Condition) {
+	cur := conditions.Get(b, workv1alpha1.ConditionRendered)
+	if cur == nil || cur.Status != metav1.ConditionFalse || cur.Reason == workv1alpha1.BindingReasonNotScheduled {
+		return
+	}
+	if previous != nil && previous.Status == cur.Status && previous.Reason == cur.Reason && previous.Message == cur.Message {
+		return
+	}
+	r.Recorder.Eventf(TemplateRef(b), b, corev1.EventTypeWarning, cur.Reason, "RenderWorks", "%s", cur.Message)
+}
+
+// TemplateRef is a reference to a binding's template, for events.
+func TemplateRef(b workv1alpha1.Binding) *metav1.PartialObjectMetadata {
+	res := b.BindingSpec().Resource
+	t := &metav1.PartialObjectMetadata{}
+	gv, _ := schema.ParseGroupVersion(res.APIVersion)
+	t.SetGroupVersionKind(gv.WithKind(res.Kind))
+	t.SetNamespace(res.Namespace)
+	t.SetName(res.Name)
+	t.SetUID(res.UID)
+	t.SetResourceVersion(res.ResourceVersion)
+	return t
+}
+
+func objectName(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// WorkToBinding maps a Work to its binding, for bindings of kind.
+func WorkToBinding(kind string) handler.MapFunc {
+	return func(_ context.Context, w client.Object) []reconcile.Request {
+		a := w.GetAnnotations()
+		if a[workv1alpha1.BindingKindAnnotation] != kind || a[workv1alpha1.BindingNameAnnotation] == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: a[workv1alpha1.BindingNamespaceAnnotation], Name: a[workv1alpha1.BindingNameAnnotation]}}}
+	}
+}
+
+// allBindings maps an override policy to the bindings it may concern:
+// those of its namespace (an OverridePolicy) or all (a ClusterOverridePolicy).
+func (r *Reconciler) allBindings(kind string) handler.MapFunc {
+	return func(ctx context.Context, policy client.Object) []reconcile.Request {
+		return r.listBindings(ctx, kind, client.InNamespace(policy.GetNamespace()))
+	}
+}
+
+// bindingsOnMember maps a MemberCluster to the bindings with a Work on it:
+// its labels and fields select override rules.
+func (r *Reconciler) bindingsOnMember(kind string) handler.MapFunc {
+	return func(ctx context.Context, member client.Object) []reconcile.Request {
+		return r.listBindings(ctx, kind, client.MatchingFields{memberIndex: member.GetName()})
+	}
+}
+
+// dependentsOf maps a ConfigMap, Secret, ServiceAccount or PVC to the
+// bindings whose Works carry it.
+func (r *Reconciler) dependentsOf(kind, depKind string) handler.MapFunc {
+	return func(_ context.Context, obj client.Object) []reconcile.Request {
+		var out []reconcile.Request
+		for _, b := range r.deps.Dependents(dependent{Kind: depKind, Namespace: obj.GetNamespace(), Name: obj.GetName()}) {
+			if b.Kind == kind {
+				out = append(out, reconcile.Request{NamespacedName: b.ObjectKey})
+			}
+		}
+		return out
+	}
+}
+
+func (r *Reconciler) listBindings(ctx context.Context, kind string, opts ...client.ListOption) []reconcile.Request {
+	var list client.ObjectList = &workv1alpha1.ResourceBindingList{}
+	if kind == KindClusterResourceBinding {
+		list = &workv1alpha1.ClusterResourceBindingList{}
+	}
+	if err := r.Client.List(ctx, list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List bindings", "kind", kind)
+		return nil
+	}
+	var out []reconcile.Request
+	switch l := list.(type) {
+	case *workv1alpha1.ResourceBindingList:
+		for i := range l.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])})
+		}
+	case *workv1alpha1.ClusterResourceBindingList:
+		for i := range l.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])})
+		}
+	}
+	return out
+}
+
+// deletionStarted passes the update that sets a deletion timestamp.
+func deletionStarted() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+		},
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// deleted passes deletions only.
+func deleted() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return true },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}

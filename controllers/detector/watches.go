@@ -1,0 +1,107 @@
+package detector
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+)
+
+// kindWatches is the set of template kinds being watched. Each controller
+// that reacts to templates registers a sink; Ensure starts a watch of a kind
+// on every sink, once.
+type kindWatches struct {
+	mu      sync.Mutex
+	sinks   []kindSink
+	started map[sinkKind]bool
+}
+
+// kindSink starts a controller's watch of one kind of template.
+type kindSink struct {
+	name  string
+	watch func(schema.GroupVersionKind) error
+}
+
+type sinkKind struct {
+	sink string
+	gvk  schema.GroupVersionKind
+}
+
+func (w *kindWatches) addSink(name string, watch func(schema.GroupVersionKind) error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sinks = append(w.sinks, kindSink{name: name, watch: watch})
+}
+
+// Ensure watches templates of gvk in every registered controller.
+func (w *kindWatches) Ensure(gvk schema.GroupVersionKind) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started == nil {
+		w.started = map[sinkKind]bool{}
+	}
+	for _, s := range w.sinks {
+		key := sinkKind{sink: s.name, gvk: gvk}
+		if w.started[key] {
+			continue
+		}
+		if err := s.watch(gvk); err != nil {
+			return fmt.Errorf("watch %s templates for %s: %w", gvk, s.name, err)
+		}
+		w.started[key] = true
+	}
+	return nil
+}
+
+// Kinds lists the kinds watched by every sink.
+func (w *kindWatches) Kinds() []schema.GroupVersionKind {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	set := map[schema.GroupVersionKind]bool{}
+	for k := range w.started {
+		set[k.gvk] = true
+	}
+	return slices.SortedFunc(maps.Keys(set), func(a, b schema.GroupVersionKind) int {
+		return strings.Compare(a.String(), b.String())
+	})
+}
+
+// metadataOf is an empty metadata-only object of a kind, for watches and lists.
+func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	return m
+}
+
+func metadataListOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadataList {
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	return l
+}
+
+// templateChanged passes the template events that can change a claim or a
+// binding: creation, deletion, and updates of what the template asks for.
+// For kinds that count generations, an update counts when the generation,
+// labels or deletion timestamp change, so that the hub's own controllers
+// writing a template's status (a Deployment's, say) do not wake the
+// detector; kinds without generations (ConfigMap, Secret, …) count every update.
+func templateChanged() predicate.TypedPredicate[*metav1.PartialObjectMetadata] {
+	return predicate.TypedFuncs[*metav1.PartialObjectMetadata]{
+		UpdateFunc: func(e event.TypedUpdateEvent[*metav1.PartialObjectMetadata]) bool {
+			old, cur := e.ObjectOld, e.ObjectNew
+			if old.GetResourceVersion() == cur.GetResourceVersion() {
+				return false // a resync
+			}
+			return cur.GetGeneration() == 0 ||
+				old.GetGeneration() != cur.GetGeneration() ||
+				!maps.Equal(old.GetLabels(), cur.GetLabels()) ||
+				!old.GetDeletionTimestamp().Equal(cur.GetDeletionTimestamp())
+		},
+	}
+}

@@ -1,0 +1,160 @@
+package enrolment
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	capiv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+)
+
+func TestHashedNameIsStableUniqueAndFitsTheExecutionNamespace(t *testing.T) {
+	tests := []struct {
+		namespace, name, want string
+	}{
+		{"team-a", "prod", "prod-" + sha8("team-a/prod")},
+		{"team-b", "prod", "prod-" + sha8("team-b/prod")},
+		// 63-character Cluster name: cut to 42 so that flotilla-es-<member> is a DNS label.
+		{"ns", strings.Repeat("a", 63), strings.Repeat("a", 42) + "-" + sha8("ns/"+strings.Repeat("a", 63))},
+		// Dots are not DNS-label characters.
+		{"ns", "eu.prod", "eu-prod-" + sha8("ns/eu.prod")},
+		// A cut that ends on a dash does not leave a double dash.
+		{"ns", strings.Repeat("a", 41) + "-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", strings.Repeat("a", 41) + "-" + sha8("ns/"+strings.Repeat("a", 41)+"-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbb")},
+	}
+	for _, tt := range tests {
+		got := hashedName(tt.namespace, tt.name)
+		if got != tt.want {
+			t.Errorf("hashedName(%q, %q) = %q, want %q", tt.namespace, tt.name, got, tt.want)
+		}
+		if err := validateMemberName(got); err != nil {
+			t.Errorf("hashedName(%q, %q) = %q is not a valid member name: %v", tt.namespace, tt.name, got, err)
+		}
+	}
+}
+
+// sha8 is the first 8 hex digits of sha256(s).
+func sha8(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:8]
+}
+
+func TestValidateMemberName(t *testing.T) {
+	tests := []struct {
+		name  string
+		valid bool
+	}{
+		{"prod", true},
+		{strings.Repeat("a", 51), true},
+		{strings.Repeat("a", 52), false}, // flotilla-es-<52 chars> is 64 characters
+		{"Prod", false},
+		{"eu.prod", false},
+		{"-prod", false},
+	}
+	for _, tt := range tests {
+		if err := validateMemberName(tt.name); (err == nil) != tt.valid {
+			t.Errorf("validateMemberName(%q) = %v, want valid=%v", tt.name, err, tt.valid)
+		}
+	}
+}
+
+func TestPlacementIsDerivedFromTheCluster(t *testing.T) {
+	cluster := func(labels map[string]string, group, kind string, fds ...string) *capiv1.Cluster {
+		c := &capiv1.Cluster{}
+		c.Labels = labels
+		c.Spec.InfrastructureRef = capiv1.ContractVersionedObjectReference{APIGroup: group, Kind: kind, Name: "x"}
+		for _, fd := range fds {
+			c.Status.FailureDomains = append(c.Status.FailureDomains, capiv1.FailureDomain{Name: fd})
+		}
+		return c
+	}
+	infra := "infrastructure.cluster.x-k8s.io"
+	tests := []struct {
+		name    string
+		cluster *capiv1.Cluster
+		want    placement
+	}{
+		{"labels win", cluster(map[string]string{"flotilla.io/provider": "aws", "topology.kubernetes.io/region": "eu-west-1", "topology.kubernetes.io/zone": "eu-west-1a"}, infra, "DockerCluster"),
+			placement{Provider: "aws", Region: "eu-west-1", Zone: "eu-west-1a", Zones: []string{"eu-west-1a"}}},
+		{"provider from the infrastructure kind", cluster(nil, infra, "DockerCluster"), placement{Provider: "docker"}},
+		{"managed kinds name their provider", cluster(nil, infra, "AWSManagedCluster"), placement{Provider: "aws"}},
+		{"a non-CAPI group gives no provider", cluster(nil, "example.com", "FooCluster"), placement{}},
+		{"a kind without the Cluster suffix gives no provider", cluster(nil, infra, "Machine"), placement{}},
+		{"failure domains are the zones, sorted", cluster(nil, infra, "VSphereCluster", "fd-b", "fd-a"), placement{Provider: "vsphere", Zones: []string{"fd-a", "fd-b"}}},
+		{"a single failure domain is the zone", cluster(nil, infra, "GCPCluster", "europe-west1-b"), placement{Provider: "gcp", Zone: "europe-west1-b", Zones: []string{"europe-west1-b"}}},
+		{"a zone that cannot be a label value is dropped", cluster(map[string]string{"topology.kubernetes.io/zone": ""}, infra, "DockerCluster", "zone a"), placement{Provider: "docker", Zones: []string{"zone a"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := placementOf(tt.cluster)
+			if got.Provider != tt.want.Provider || got.Region != tt.want.Region || got.Zone != tt.want.Zone || !slices.Equal(got.Zones, tt.want.Zones) {
+				t.Errorf("placementOf = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestApplyPlacementKeepsLabelsItDoesNotOwn(t *testing.T) {
+	c := &capiv1.Cluster{}
+	c.Labels = map[string]string{"flotilla.io/provider": "aws", "member.flotilla.io/tier": "gold", "flotilla.io/enroll": "true", "team": "payments"}
+	m := &clusterv1alpha1.MemberCluster{}
+	m.Labels = map[string]string{"member.flotilla.io/old": "gone", "topology.kubernetes.io/region": "stale", "set-by-hand": "kept"}
+
+	applyPlacement(m, c)
+
+	want := map[string]string{"flotilla.io/provider": "aws", "member.flotilla.io/tier": "gold", "set-by-hand": "kept"}
+	if fmt.Sprint(m.Labels) != fmt.Sprint(want) {
+		t.Errorf("member labels = %v, want %v", m.Labels, want)
+	}
+}
+
+func TestHubRulesGrantTopLevelResourcesWithoutEscalatingVerbs(t *testing.T) {
+	lists := []*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{
+			{Name: "pods"}, {Name: "pods/exec"}, {Name: "pods/log"}, {Name: "secrets"}, {Name: "serviceaccounts"}, {Name: "serviceaccounts/token"}, {Name: "nodes"}, {Name: "nodes/proxy"},
+		}},
+		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{{Name: "deployments"}, {Name: "deployments/scale"}}},
+		{GroupVersion: "rbac.authorization.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "clusterrolebindings"}, {Name: "roles"}}},
+		{GroupVersion: "autoscaling/v1", APIResources: []metav1.APIResource{{Name: "horizontalpodautoscalers"}}},
+		{GroupVersion: "autoscaling/v2", APIResources: []metav1.APIResource{{Name: "horizontalpodautoscalers"}}},
+	}
+	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes", "pods", "secrets", "serviceaccounts"}, Verbs: verbs},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: verbs},
+		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: verbs},
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterrolebindings", "roles"}, Verbs: verbs},
+	}
+	got := hubRules(lists)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("hubRules =\n%v\nwant\n%v", got, want)
+	}
+	if rulesHash(got) != rulesHash(hubRules(lists)) {
+		t.Error("rulesHash is not deterministic")
+	}
+	lists[1].APIResources = append(lists[1].APIResources, metav1.APIResource{Name: "statefulsets"})
+	if rulesHash(got) == rulesHash(hubRules(lists)) {
+		t.Error("rulesHash did not change when the member started serving a new resource")
+	}
+}
+
+func TestAPIEnablementsListTopLevelResourcesSorted(t *testing.T) {
+	got := apiEnablements([]*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "pods", Kind: "Pod"}, {Name: "pods/status", Kind: "Pod"}, {Name: "configmaps", Kind: "ConfigMap"}}},
+		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{{Name: "deployments", Kind: "Deployment"}}},
+	})
+	want := []clusterv1alpha1.APIEnablement{
+		{GroupVersion: "apps/v1", Resources: []clusterv1alpha1.APIResource{{Name: "deployments", Kind: "Deployment"}}},
+		{GroupVersion: "v1", Resources: []clusterv1alpha1.APIResource{{Name: "configmaps", Kind: "ConfigMap"}, {Name: "pods", Kind: "Pod"}}},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("apiEnablements = %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,92 @@
+// Package propagation wires the propagation pipeline into a manager:
+// federated namespaces kept inert (federatednamespace), templates matched to
+// policies and bound (detector), bindings rendered into Works (binding),
+// Works applied to Push-mode members (execution) and their status
+// aggregated into bindings (status). docs/propagation.md describes the
+// pipeline as a whole.
+package propagation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	"github.com/flotilla-io/flotilla/controllers/binding"
+	"github.com/flotilla-io/flotilla/controllers/detector"
+	"github.com/flotilla-io/flotilla/controllers/execution"
+	"github.com/flotilla-io/flotilla/controllers/federatednamespace"
+	"github.com/flotilla-io/flotilla/controllers/memberclient"
+	"github.com/flotilla-io/flotilla/controllers/status"
+)
+
+// Options configure the pipeline.
+type Options struct {
+	// MemberClients reach Push-mode members as the hub's scoped identity.
+	MemberClients execution.MemberClients
+	// Execution tunes how often Works are re-applied.
+	Execution execution.Options
+	// Concurrency is how many templates, bindings and Works each controller
+	// reconciles at once; 0 means DefaultConcurrency.
+	Concurrency int
+}
+
+// DefaultConcurrency: applying to members waits on their API servers, so
+// one worker per controller would serialise the fleet.
+const DefaultConcurrency = 4
+
+// SetupWithManager registers every controller of the pipeline.
+func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if opts.MemberClients == nil {
+		return errors.New("propagation: MemberClients must be set")
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	options := controller.Options{MaxConcurrentReconciles: opts.Concurrency}
+	c := mgr.GetClient()
+	if err := (&federatednamespace.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("flotilla-federatednamespace")}).
+		SetupWithManager(mgr, options); err != nil {
+		return fmt.Errorf("federated namespace controller: %w", err)
+	}
+	d := &detector.Detector{
+		Client: c, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), RESTMapper: mgr.GetRESTMapper(),
+		Recorder: mgr.GetEventRecorder("flotilla-detector"),
+	}
+	if err := d.SetupWithManager(ctx, mgr, controller.TypedOptions[detector.TemplateKey]{MaxConcurrentReconciles: opts.Concurrency}); err != nil {
+		return fmt.Errorf("detector: %w", err)
+	}
+	if err := (&binding.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-binding")}).
+		SetupWithManager(ctx, mgr, options); err != nil {
+		return fmt.Errorf("binding controller: %w", err)
+	}
+	if err := (&execution.Reconciler{Client: c, MemberClients: opts.MemberClients, Recorder: mgr.GetEventRecorder("flotilla-execution"), Options: opts.Execution}).
+		SetupWithManager(mgr, options); err != nil {
+		return fmt.Errorf("execution controller: %w", err)
+	}
+	if err := (&status.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("flotilla-status")}).
+		SetupWithManager(mgr, options); err != nil {
+		return fmt.Errorf("status controller: %w", err)
+	}
+	return nil
+}
+
+// MemberClientsFrom adapts the member client cache (the hub's scoped
+// identity in each member) to the execution controller's MemberClients.
+func MemberClientsFrom(cache *memberclient.Cache) execution.MemberClients {
+	return memberClients{cache: cache}
+}
+
+type memberClients struct{ cache *memberclient.Cache }
+
+func (m memberClients) ClientFor(ctx context.Context, member string) (client.Client, meta.RESTMapper, error) {
+	conn, err := m.cache.Get(ctx, member)
+	if err != nil {
+		return nil, nil, err
+	}
+	return conn.Client, conn.Client.RESTMapper(), nil
+}

@@ -1,0 +1,239 @@
+// Package status aggregates the status of a binding's Works into the
+// binding: per member, whether the Work is applied (and if not, why), the
+// health of the template's object there and its status; summed over
+// members, the replica counts a Deployment reports (status.replicas,
+// readyReplicas, availableReplicas, updatedReplicas); and the FullyApplied
+// condition, True when every member of spec.clusters has applied its Work.
+// Members that fail to apply are also reported as events on the template.
+//
+// The template's own status on the hub is not written: the hub's
+// kube-controller-manager owns it (a hub Deployment's status counts the
+// Pods the inert quota refused), and the two would fight. The binding's
+// status and printer columns are where fleet-wide status is read.
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/patch"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/binding"
+)
+
+// ApplyFailedReason is the event reason on a template whose Work a member
+// did not apply.
+const ApplyFailedReason = "ApplyFailed"
+
+// +kubebuilder:rbac:groups=work.flotilla.io,resources=resourcebindings;clusterresourcebindings,verbs=get;list;watch
+// +kubebuilder:rbac:groups=work.flotilla.io,resources=resourcebindings/status;clusterresourcebindings/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=work.flotilla.io,resources=works,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler writes bindings' aggregated status.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+}
+
+// SetupWithManager registers one controller per binding kind.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Options) error {
+	if r.Client == nil || r.Recorder == nil {
+		return errors.New("status: Client and Recorder must be set")
+	}
+	for _, kind := range []string{binding.KindResourceBinding, binding.KindClusterResourceBinding} {
+		kind := kind
+		err := ctrl.NewControllerManagedBy(mgr).
+			Named("status-"+strings.ToLower(kind)).
+			For(binding.NewBinding(kind), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(binding.WorkToBinding(kind))).
+			WithOptions(options).
+			Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+				return r.Reconcile(ctx, kind, req)
+			}))
+		if err != nil {
+			return fmt.Errorf("status controller for %s: %w", kind, err)
+		}
+	}
+	return nil
+}
+
+// Reconcile aggregates one binding's Works into its status, in one patch.
+func (r *Reconciler) Reconcile(ctx context.Context, kind string, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	b := binding.NewBinding(kind)
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !b.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, nil
+	}
+	helper, err := patch.NewHelper(b, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	previous := conditions.Get(b, workv1alpha1.ConditionFullyApplied).DeepCopy() // Get points into the list Set changes
+	defer func() {
+		if err := helper.Patch(ctx, b, patch.WithOwnedConditions{Conditions: []string{workv1alpha1.ConditionFullyApplied}}); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patch %s %s: %w", kind, req.NamespacedName, err)})
+		}
+	}()
+
+	works := &workv1alpha1.WorkList{}
+	if err := r.Client.List(ctx, works, client.MatchingLabels{workv1alpha1.BindingPermanentIDLabel: string(b.GetUID())}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list the Works of %s %s: %w", kind, req.NamespacedName, err)
+	}
+	a := Aggregate(b.BindingSpec(), works.Items)
+	status := b.BindingStatus()
+	status.AggregatedStatus = a.Items
+	status.Replicas, status.ReadyReplicas = a.Replicas, a.ReadyReplicas
+	status.AvailableReplicas, status.UpdatedReplicas = a.AvailableReplicas, a.UpdatedReplicas
+	a.Condition.ObservedGeneration = b.GetGeneration()
+	conditions.Set(b, a.Condition)
+
+	if a.Failed && (previous == nil || previous.Message != a.Condition.Message) {
+		r.Recorder.Eventf(binding.TemplateRef(b), b, corev1.EventTypeWarning, ApplyFailedReason, "Apply", "%s", a.Condition.Message)
+	}
+	return ctrl.Result{}, nil
+}
+
+// Aggregation is a binding's status computed from its Works.
+type Aggregation struct {
+	Items                                                       []workv1alpha1.AggregatedStatusItem
+	Replicas, ReadyReplicas, AvailableReplicas, UpdatedReplicas int32
+	Condition                                                   metav1.Condition
+	// Failed is true when a member reported it could not apply its Work
+	// (not merely that it has not yet).
+	Failed bool
+}
+
+// Aggregate computes a binding's status from the Works of its members, one
+// item per member of spec.clusters, in that order.
+func Aggregate(spec *workv1alpha1.ResourceBindingSpec, works []workv1alpha1.Work) Aggregation {
+	byMember := map[string]*workv1alpha1.Work{}
+	for i := range works {
+		byMember[works[i].Labels[clusterv1alpha1.MemberLabel]] = &works[i]
+	}
+	var a Aggregation
+	var applied, notApplied []string
+	for _, target := range spec.Clusters {
+		item := itemOf(spec.Resource, target.Name, byMember[target.Name])
+		a.Items = append(a.Items, item)
+		if item.Applied {
+			applied = append(applied, target.Name)
+		} else {
+			notApplied = append(notApplied, target.Name+": "+item.AppliedMessage)
+			if w := byMember[target.Name]; w != nil && conditions.IsFalse(w, workv1alpha1.WorkApplied) {
+				a.Failed = true
+			}
+		}
+		counts := replicaCounts(item.Status)
+		a.Replicas += counts.Replicas
+		a.ReadyReplicas += counts.ReadyReplicas
+		a.AvailableReplicas += counts.AvailableReplicas
+		a.UpdatedReplicas += counts.UpdatedReplicas
+	}
+	c := metav1.Condition{Type: workv1alpha1.ConditionFullyApplied}
+	switch {
+	case len(spec.Clusters) == 0:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, workv1alpha1.BindingReasonNotScheduled, "not scheduled to any member yet"
+	case len(notApplied) > 0:
+		c.Status, c.Reason = metav1.ConditionFalse, workv1alpha1.BindingReasonNotFullyApplied
+		c.Message = "not applied on " + strings.Join(notApplied, "; ")
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, workv1alpha1.BindingReasonFullyApplied
+		c.Message = "applied on " + strings.Join(applied, ", ")
+	}
+	a.Condition = c
+	return a
+}
+
+// itemOf is one member's entry: whether its Work is applied and the
+// template's object there (for an envelope, which carries several
+// objects, the worst health of them and no status).
+func itemOf(res workv1alpha1.ObjectReference, member string, w *workv1alpha1.Work) workv1alpha1.AggregatedStatusItem {
+	item := workv1alpha1.AggregatedStatusItem{ClusterName: member, Health: workv1alpha1.ResourceUnknown}
+	if w == nil {
+		item.AppliedMessage = "Work not created yet"
+		return item
+	}
+	if c := conditions.Get(w, workv1alpha1.WorkDispatching); c != nil && c.Status == metav1.ConditionFalse {
+		item.AppliedMessage = c.Message
+		return item
+	}
+	applied := conditions.Get(w, workv1alpha1.WorkApplied)
+	switch {
+	case applied == nil || applied.ObservedGeneration < w.Generation:
+		item.AppliedMessage = "Work not applied yet"
+		return item
+	case applied.Status != metav1.ConditionTrue:
+		item.AppliedMessage = applied.Message
+	default:
+		item.Applied = true
+	}
+	gv, _ := schema.ParseGroupVersion(res.APIVersion)
+	worst := workv1alpha1.ResourceHealthy
+	for _, st := range w.Status.ManifestStatuses {
+		id := st.Identifier
+		if id.Group == gv.Group && id.Kind == res.Kind && id.Namespace == res.Namespace && id.Name == res.Name {
+			item.Health, item.Status = health(st), st.Status.DeepCopy()
+			return item
+		}
+		worst = worse(worst, health(st))
+	}
+	if len(w.Status.ManifestStatuses) > 0 {
+		item.Health = worst
+	}
+	return item
+}
+
+func health(st workv1alpha1.ManifestStatus) workv1alpha1.ResourceHealth {
+	if st.Health == "" {
+		return workv1alpha1.ResourceUnknown
+	}
+	return st.Health
+}
+
+func worse(a, b workv1alpha1.ResourceHealth) workv1alpha1.ResourceHealth {
+	rank := map[workv1alpha1.ResourceHealth]int{workv1alpha1.ResourceHealthy: 0, workv1alpha1.ResourceUnknown: 1, workv1alpha1.ResourceUnhealthy: 2}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+type counts struct {
+	Replicas          int32 `json:"replicas"`
+	ReadyReplicas     int32 `json:"readyReplicas"`
+	AvailableReplicas int32 `json:"availableReplicas"`
+	UpdatedReplicas   int32 `json:"updatedReplicas"`
+}
+
+// replicaCounts reads a workload's replica counts from its status; zero
+// for kinds that report none.
+func replicaCounts(status *runtime.RawExtension) counts {
+	var c counts
+	if status != nil {
+		_ = json.Unmarshal(status.Raw, &c)
+	}
+	return c
+}

@@ -1,0 +1,241 @@
+package propagation_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/binding"
+)
+
+// TestAMemberThatDoesNotServeTheKindSaysSo: a custom resource whose CRD
+// exists only on the hub is not applied, and the Work and the binding say
+// which kind the member lacks.
+func TestAMemberThatDoesNotServeTheKindSaysSo(t *testing.T) {
+	const ns = "widgets"
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true),
+				}},
+			}},
+		},
+	}
+	create(t, crd)
+	eventually(t, "the Widget CRD established", func() error {
+		if err := hub.Client.Get(ctx(), keyOf(crd), crd); err != nil {
+			return err
+		}
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("not established")
+	})
+	namespace(t, ns, true)
+	createYAML(t, `
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w1, namespace: widgets}
+spec: {size: 3}
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: widgets, namespace: widgets}
+spec:
+  resourceSelectors: [{apiVersion: example.com/v1, kind: Widget}]
+`)
+	rb := bindAndSchedule(t, ns, "w1", "Widget", placement(member1, 0))
+
+	const message = "the member does not serve example.com/v1, Kind=Widget"
+	eventually(t, "the Work Applied=False APINotEnabled", func() error {
+		w, err := work(rb, member1)
+		if err != nil {
+			return err
+		}
+		if err := hasCondition(w, workv1alpha1.WorkApplied, metav1.ConditionFalse, workv1alpha1.WorkReasonAPINotEnabled, message); err != nil {
+			return err
+		}
+		if st := w.Status.ManifestStatuses; len(st) != 1 || st[0].Applied || st[0].Message != message || st[0].Identifier.Kind != "Widget" {
+			return fmt.Errorf("manifestStatuses %s", rawJSON(st))
+		}
+		return nil
+	})
+	eventually(t, "the binding naming member1 and the missing kind", func() error {
+		if err := hub.Client.Get(ctx(), keyOf(rb), rb); err != nil {
+			return err
+		}
+		return hasCondition(rb, workv1alpha1.ConditionFullyApplied, metav1.ConditionFalse, workv1alpha1.BindingReasonNotFullyApplied,
+			"not applied on member1: 1 of 1 manifests not applied: example.com/v1 Widget widgets/w1: "+message)
+	})
+}
+
+// TestAnEnvelopeDeliversItsContentsToMembersOnly: a webhook configuration
+// travels inside a ConfigMap and is created in the member, never on the hub.
+func TestAnEnvelopeDeliversItsContentsToMembersOnly(t *testing.T) {
+	const ns = "envelopes"
+	namespace(t, ns, true)
+	createYAML(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: hooks
+  namespace: envelopes
+  labels: {flotilla.io/envelope: "true"}
+data:
+  webhook.yaml: |
+    apiVersion: admissionregistration.k8s.io/v1
+    kind: ValidatingWebhookConfiguration
+    metadata: {name: flotilla-envelope-test}
+    webhooks:
+    - name: check.example.invalid
+      admissionReviewVersions: [v1]
+      sideEffects: None
+      failurePolicy: Ignore
+      clientConfig: {url: "https://check.example.invalid/validate"}
+      rules:
+      - {apiGroups: [example.invalid], apiVersions: [v1], operations: [CREATE], resources: [things]}
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: hooks, namespace: envelopes}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, name: hooks}]
+`)
+	bindAndSchedule(t, ns, "hooks", "ConfigMap", placement(member1, 0))
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "flotilla-envelope-test"}}
+	eventually(t, "the webhook configuration in member1", func() error { return inMember(member1, vwc) })
+	if got := vwc.Webhooks[0].Name; got != "check.example.invalid" {
+		t.Errorf("webhook name %q", got)
+	}
+	if err := goneFromMember(member1, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hooks"}}); err != nil {
+		t.Errorf("the envelope itself reached the member: %v", err)
+	}
+	if err := hub.Client.Get(ctx(), keyOf(vwc), &admissionregistrationv1.ValidatingWebhookConfiguration{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the webhook configuration on the hub: %v, want NotFound", err)
+	}
+}
+
+// TestAClusterScopedTemplateGoesThroughAClusterResourceBinding.
+func TestAClusterScopedTemplateGoesThroughAClusterResourceBinding(t *testing.T) {
+	createYAML(t, `
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: flotilla-test-reader}
+rules: [{apiGroups: [""], resources: [configmaps], verbs: [get]}]
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: ClusterPropagationPolicy
+metadata: {name: readers}
+spec:
+  resourceSelectors: [{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, name: flotilla-test-reader}]
+`)
+	crb := &workv1alpha1.ClusterResourceBinding{}
+	eventually(t, "the ClusterResourceBinding", func() error {
+		return hub.Client.Get(ctx(), client.ObjectKey{Name: "flotilla-test-reader-clusterrole"}, crb)
+	})
+	update(t, hub.Client, crb, func(b *workv1alpha1.ClusterResourceBinding) { b.Spec.Clusters = placement(member2, 0) })
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "flotilla-test-reader"}}
+	eventually(t, "the ClusterRole in member2", func() error { return inMember(member2, role) })
+	w := &workv1alpha1.Work{}
+	key := client.ObjectKey{Namespace: clusterv1alpha1.ExecutionNamespace(member2), Name: binding.WorkName(binding.KindClusterResourceBinding, "", crb.Name)}
+	if err := hub.Client.Get(ctx(), key, w); err != nil {
+		t.Errorf("the Work %s: %v", key, err)
+	}
+}
+
+// TestSuspendedDispatchingLeavesTheMemberAlone.
+func TestSuspendedDispatchingLeavesTheMemberAlone(t *testing.T) {
+	const ns = "suspended"
+	namespace(t, ns, true)
+	createYAML(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: paused, namespace: suspended}
+data: {a: "1"}
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: paused, namespace: suspended}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, name: paused}]
+  suspension:
+    dispatchingOnClusters: {clusterNames: [member2]}
+`)
+	rb := bindAndSchedule(t, ns, "paused", "ConfigMap", placement(member1, 0, member2, 0))
+	eventually(t, "member2's Work suspended", func() error {
+		w, err := work(rb, member2)
+		if err != nil {
+			return err
+		}
+		if !ptr.Deref(w.Spec.SuspendDispatching, false) {
+			return fmt.Errorf("spec.suspendDispatching not set")
+		}
+		return hasCondition(w, workv1alpha1.WorkDispatching, metav1.ConditionFalse, workv1alpha1.WorkReasonSuspended, "")
+	})
+	eventually(t, "the ConfigMap in member1", func() error {
+		return inMember(member1, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "paused"}})
+	})
+	consistently(t, 2*resyncHealthy, "no ConfigMap in member2", func() error {
+		return goneFromMember(member2, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "paused"}})
+	})
+}
+
+// TestAGracefullyEvictedMemberKeepsItsWorkUntilTheTaskIsRemoved.
+func TestAGracefullyEvictedMemberKeepsItsWorkUntilTheTaskIsRemoved(t *testing.T) {
+	const ns = "eviction"
+	namespace(t, ns, true)
+	createYAML(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: moving, namespace: eviction}
+data: {a: "1"}
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: moving, namespace: eviction}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, name: moving}]
+`)
+	rb := bindAndSchedule(t, ns, "moving", "ConfigMap", placement(member1, 0, member2, 0))
+	inMember2 := func() error {
+		return inMember(member2, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moving"}})
+	}
+	eventually(t, "the ConfigMap in member2", inMember2)
+
+	update(t, hub.Client, rb, func(b *workv1alpha1.ResourceBinding) {
+		b.Spec.Clusters = placement(member1, 0)
+		b.Spec.GracefulEvictionTasks = []workv1alpha1.GracefulEvictionTask{{FromCluster: member2, Reason: "TaintUntolerated", Producer: "test"}}
+	})
+	consistently(t, time.Second, "member2 keeps its Work and ConfigMap", func() error {
+		if _, err := work(rb, member2); err != nil {
+			return err
+		}
+		return inMember2()
+	})
+
+	update(t, hub.Client, rb, func(b *workv1alpha1.ResourceBinding) { b.Spec.GracefulEvictionTasks = nil })
+	eventually(t, "member2's Work and ConfigMap gone", func() error {
+		if _, err := work(rb, member2); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Work: %v", err)
+		}
+		return goneFromMember(member2, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "moving"}})
+	})
+}

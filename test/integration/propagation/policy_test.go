@@ -1,0 +1,189 @@
+package propagation_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+)
+
+func policyCondition(t *testing.T, namespace, name, status, reason, message string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("PropagationPolicy %s/%s Propagating=%s %s", namespace, name, status, reason), func() error {
+		p := &policyv1alpha1.PropagationPolicy{}
+		if err := hub.Client.Get(ctx(), client.ObjectKey{Namespace: namespace, Name: name}, p); err != nil {
+			return err
+		}
+		return hasCondition(p, policyv1alpha1.ConditionPropagating, metav1.ConditionStatus(status), reason, message)
+	})
+}
+
+// TestATemplateInANamespaceThatIsNotFederatedStaysOnTheHub: the policy
+// says why and the one step to take, the template gets an event, and no
+// binding is made — until the namespace is labelled.
+func TestATemplateInANamespaceThatIsNotFederatedStaysOnTheHub(t *testing.T) {
+	const ns = "plain"
+	namespace(t, ns, false)
+	createYAML(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: web, namespace: plain}
+data: {a: "1"}
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: web, namespace: plain}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, name: web}]
+`)
+	const step = "label it with `kubectl label namespace plain flotilla.io/federated=true`"
+	policyCondition(t, ns, "web", "False", policyv1alpha1.NamespaceNotFederatedReason, "namespace plain is not federated, so the templates this policy selects (1 now) stay on the hub: "+step)
+	eventually(t, "a NamespaceNotFederated event on the template", func() error {
+		return eventOn(ns, "web", policyv1alpha1.NamespaceNotFederatedReason, "PropagationPolicy plain/web selects this template but namespace plain is not federated, so it stays on the hub: "+step)
+	})
+	consistently(t, 500*time.Millisecond, "no binding for the template", func() error {
+		err := hub.Client.Get(ctx(), client.ObjectKey{Namespace: ns, Name: "web-configmap"}, &workv1alpha1.ResourceBinding{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("binding: %v", err)
+	})
+
+	update(t, hub.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, func(n *corev1.Namespace) {
+		n.Labels = map[string]string{policyv1alpha1.FederatedLabel: "true"}
+	})
+	waitForBinding(t, ns, "web", "ConfigMap")
+	policyCondition(t, ns, "web", "True", policyv1alpha1.PropagatingReason, "propagates 1 template")
+}
+
+// TestPolicyConditionsSayWhyNothingPropagates covers the other reasons a
+// policy propagates nothing.
+func TestPolicyConditionsSayWhyNothingPropagates(t *testing.T) {
+	const ns = "reasons"
+	namespace(t, ns, true)
+	createYAML(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: shared, namespace: reasons}
+data: {a: "1"}
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: nothing, namespace: reasons}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, name: absent}]
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: gadgets, namespace: reasons}
+spec:
+  resourceSelectors: [{apiVersion: example.com/v1, kind: Gadget}]
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: cluster-kind, namespace: reasons}
+spec:
+  resourceSelectors: [{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole}]
+`)
+	create(t, &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a-high"},
+		Spec: policyv1alpha1.PropagationSpec{Priority: ptr.To[int32](10),
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap"}}},
+	})
+	create(t, &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b-low"},
+		Spec:       policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Name: "shared"}}},
+	})
+
+	policyCondition(t, ns, "nothing", "False", policyv1alpha1.NoMatchingTemplatesReason, "no template matches the resourceSelectors")
+	policyCondition(t, ns, "gadgets", "False", policyv1alpha1.UnknownResourceKindReason,
+		"the hub serves no example.com/v1 Gadget: install the CRD on the hub, or correct the resourceSelectors")
+	policyCondition(t, ns, "cluster-kind", "False", policyv1alpha1.NoMatchingTemplatesReason,
+		"no template matches the resourceSelectors; ClusterRole is cluster-scoped, which only a ClusterPropagationPolicy selects")
+	policyCondition(t, ns, "a-high", "True", policyv1alpha1.PropagatingReason, "propagates 1 template")
+	policyCondition(t, ns, "b-low", "False", policyv1alpha1.ClaimedByOtherPoliciesReason,
+		"every template this policy selects (1) is claimed by another policy: PropagationPolicy reasons/a-high (1)")
+	rb := waitForBinding(t, ns, "shared", "ConfigMap")
+	if rb.Labels[policyv1alpha1.PropagationPolicyPermanentIDLabel] == "" {
+		t.Errorf("binding labels %v, want the claiming policy's permanent id", rb.Labels)
+	}
+}
+
+// TestAClaimedTemplateKeepsItsPolicyUntilThatPolicyIsDeleted: a policy of
+// higher priority created later does not take the template; deleting the
+// claiming policy hands it over without leaving the members; deleting the
+// last policy unclaims it and removes it from the members.
+func TestAClaimedTemplateKeepsItsPolicyUntilThatPolicyIsDeleted(t *testing.T) {
+	const ns = "claims"
+	namespace(t, ns, true)
+	createYAML(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: claims}
+data: {a: "1"}
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: first, namespace: claims}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap}]
+`)
+	rb := bindAndSchedule(t, ns, "settings", "ConfigMap", placement(member1, 0))
+	inMember1 := func() error {
+		return inMember(member1, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}})
+	}
+	eventually(t, "the ConfigMap in member1", inMember1)
+	claimedBy := func(policy string) func() error {
+		return func() error {
+			cm := &corev1.ConfigMap{}
+			if err := hub.Client.Get(ctx(), client.ObjectKey{Namespace: ns, Name: "settings"}, cm); err != nil {
+				return err
+			}
+			if got := cm.Annotations[policyv1alpha1.PropagationPolicyNameAnnotation]; got != policy {
+				return fmt.Errorf("claimed by %q", got)
+			}
+			return nil
+		}
+	}
+	eventually(t, "the template claimed by first", claimedBy("first"))
+
+	create(t, &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "second"},
+		Spec: policyv1alpha1.PropagationSpec{Priority: ptr.To[int32](10),
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Name: "settings"}}},
+	})
+	policyCondition(t, ns, "second", "False", policyv1alpha1.ClaimedByOtherPoliciesReason, "PropagationPolicy claims/first (1)")
+	consistently(t, 500*time.Millisecond, "the template stays with first", claimedBy("first"))
+
+	if err := hub.Client.Delete(ctx(), &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "first"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the template handed to second", claimedBy("second"))
+	policyCondition(t, ns, "second", "True", policyv1alpha1.PropagatingReason, "propagates 1 template")
+	consistently(t, 500*time.Millisecond, "the ConfigMap staying in member1", inMember1)
+	if err := hub.Client.Get(ctx(), keyOf(rb), rb); err != nil || len(rb.Spec.Clusters) != 1 {
+		t.Errorf("the binding after the hand-over: clusters %v, err %v; want it kept with its placement", rb.Spec.Clusters, err)
+	}
+
+	if err := hub.Client.Delete(ctx(), &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "second"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the template unclaimed", claimedBy(""))
+	eventually(t, "the ConfigMap gone from member1", func() error {
+		return goneFromMember(member1, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}})
+	})
+	eventually(t, "the binding gone", func() error {
+		if err := hub.Client.Get(ctx(), keyOf(rb), rb); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("binding: %v", err)
+		}
+		return nil
+	})
+}
