@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -35,8 +36,12 @@ func DefaultMembers() []MemberSpec {
 	}
 }
 
-// DefaultManagerArgs are the flotilla-manager flags of the local fleet.
-func DefaultManagerArgs() []string { return []string{"--leader-elect=false"} }
+// DefaultManagerArgs are the flotilla-manager flags of the local fleet: members
+// are revisited and capacity published more often than in production, so that
+// tests see changes in seconds.
+func DefaultManagerArgs() []string {
+	return []string{"--leader-elect=false", "--member-sync-period=10s", "--estimator-publish-interval=2s"}
+}
 
 // WaitClustersAvailable waits until Cluster API reports every member's
 // Cluster Available.
@@ -58,9 +63,11 @@ func (f *Fleet) WaitClustersAvailable(ctx context.Context, timeout time.Duration
 // Describe says how to reach the hub and each member.
 func (f *Fleet) Describe() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "hub:     kubectl --kubeconfig %s get memberclusters,clusters -A\n", f.Hub.Kubeconfig())
+	kubectl := filepath.Join(f.opts.BinDir, "kubectl")
+	fmt.Fprintf(&b, "hub:     %s --kubeconfig %s get memberclusters,resourcebindings -A\n", kubectl, f.Hub.Kubeconfig())
+	fmt.Fprintf(&b, "         %s --kubeconfig %s explain deployment/fleet-web -n shop\n", filepath.Join(f.opts.AddonBinDir, "kubectl-flotilla"), f.Hub.Kubeconfig())
 	for _, m := range f.Members() {
-		fmt.Fprintf(&b, "%-8s kubectl --kubeconfig %s get nodes,pods -A\n", m.Name()+":", m.Kubeconfig())
+		fmt.Fprintf(&b, "%-8s %s --kubeconfig %s get nodes,pods -A\n", m.Name()+":", kubectl, m.Kubeconfig())
 	}
 	fmt.Fprintf(&b, "logs:    %s/*/logs and %s/members/*/logs\n", f.Hub.Dir(), f.opts.Dir)
 	return b.String()

@@ -23,6 +23,9 @@ type Options struct {
 	RepoRoot string
 	// BinDir holds the binaries `make test-bins` builds; RepoRoot/bin when empty.
 	BinDir string
+	// AddonBinDir holds Flotilla's own binaries (flotilla-estimator,
+	// flotilla-agent) that run next to members; BinDir when empty.
+	AddonBinDir string
 	// Members to start. Each gets a CAPI Cluster on the hub.
 	Members []MemberSpec
 	// Manager runs flotilla-manager on the hub when set.
@@ -52,6 +55,10 @@ type Fleet struct {
 	mu      sync.Mutex
 	members []*Member
 	stopped bool
+
+	// addonsCtx ends when the fleet stops; add-on runners watch it.
+	addonsCtx  context.Context
+	stopAddons context.CancelFunc
 }
 
 // Scheme has every API a hub client of the fleet uses.
@@ -66,6 +73,9 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	if opts.BinDir == "" {
 		opts.BinDir = filepath.Join(opts.RepoRoot, "bin")
 	}
+	if opts.AddonBinDir == "" {
+		opts.AddonBinDir = opts.BinDir
+	}
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "kwok-stages.yaml", "capi-manager", "capi-crds"} {
 		if _, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil {
 			return nil, fmt.Errorf("fleet: %s not found in %s: run `make test-bins`", b, opts.BinDir)
@@ -75,6 +85,7 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		return nil, err
 	}
 	f = &Fleet{opts: opts}
+	f.addonsCtx, f.stopAddons = context.WithCancel(context.Background())
 	f.Hub = &Hub{cp: newControlPlane("hub", filepath.Join(opts.Dir, "hub"), opts.BinDir), scheme: Scheme()}
 	for _, spec := range opts.Members {
 		f.members = append(f.members, newMember(spec, opts.Dir, opts.BinDir))
@@ -109,8 +120,54 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		if err := f.CreateCluster(ctx, m); err != nil {
 			return f, err
 		}
+		f.runAddons(m)
 	}
 	return f, nil
+}
+
+// AddMember starts one more member and creates its CAPI Cluster.
+func (f *Fleet) AddMember(ctx context.Context, spec MemberSpec) (*Member, error) {
+	m := newMember(spec, f.opts.Dir, f.opts.BinDir)
+	f.mu.Lock()
+	if f.stopped {
+		f.mu.Unlock()
+		return nil, errStopped
+	}
+	for _, other := range f.members {
+		if other.Spec.Name == m.Spec.Name && other.Spec.Namespace == m.Spec.Namespace {
+			f.mu.Unlock()
+			return nil, fmt.Errorf("member %s/%s already exists", m.Spec.Namespace, m.Spec.Name)
+		}
+	}
+	f.members = append(f.members, m)
+	f.mu.Unlock()
+	f.opts.progress("member %s/%s: starting", m.Spec.Namespace, m.Name())
+	if err := m.start(ctx); err != nil {
+		return m, err
+	}
+	if err := f.CreateCluster(ctx, m); err != nil {
+		return m, err
+	}
+	f.runAddons(m)
+	return m, nil
+}
+
+// RemoveMember stops a member's processes (its CAPI Cluster is left alone).
+func (f *Fleet) RemoveMember(m *Member) {
+	f.mu.Lock()
+	for i, other := range f.members {
+		if other == m {
+			f.members = append(f.members[:i], f.members[i+1:]...)
+			break
+		}
+	}
+	f.mu.Unlock()
+	m.stop()
+}
+
+func (f *Fleet) runAddons(m *Member) {
+	m.addons = newAddons(m, f.opts.AddonBinDir)
+	go m.addons.run(f.addonsCtx)
 }
 
 // Members lists the members in the order they were given.
@@ -154,6 +211,9 @@ func (f *Fleet) Stop() {
 	f.stopped = true
 	members := append([]*Member(nil), f.members...)
 	f.mu.Unlock()
+	if f.stopAddons != nil {
+		f.stopAddons()
+	}
 
 	var wg sync.WaitGroup
 	for _, m := range members {
@@ -187,6 +247,9 @@ func (f *Fleet) Processes() map[string]int {
 	}
 	for _, m := range f.Members() {
 		add(m.Name(), m.cp.etcd, m.cp.apiserver, m.kcm, m.sched, m.kwok)
+		if m.addons != nil {
+			add(m.Name(), m.addons.processes()...)
+		}
 	}
 	return out
 }

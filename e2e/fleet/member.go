@@ -61,6 +61,9 @@ type Member struct {
 	sched *process
 	kwok  *process
 
+	// addons runs the Flotilla add-ons installed into the member.
+	addons *addons
+
 	// Client is an admin client of the member.
 	Client client.Client
 }
@@ -205,6 +208,9 @@ func (m *Member) healthy(ctx context.Context) error {
 func (m *Member) kubeconfigBytes() ([]byte, error) { return os.ReadFile(m.cp.Kubeconfig) }
 
 func (m *Member) stop() {
+	if m.addons != nil {
+		m.addons.stop()
+	}
 	for _, p := range []*process{m.kwok, m.sched, m.kcm} {
 		if p != nil {
 			_ = p.stop(5 * time.Second)

@@ -1,7 +1,9 @@
 // Command localfleet runs the embedded default fleet of `make dev`: a hub and
 // three member clusters as local processes, with Cluster API managing the
-// members and flotilla-manager on the hub. It prints how to reach each
-// cluster and runs until interrupted, then stops every process it started.
+// members and flotilla-manager on the hub. Once the members are enrolled it
+// applies the fleet-web sample (examples/fleet-web.yaml), prints where it
+// runs and how to reach each cluster, and runs until interrupted, then stops
+// every process it started.
 package main
 
 import (
@@ -14,6 +16,9 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/flotilla-io/flotilla/e2e/fleet"
 )
 
@@ -21,16 +26,18 @@ func main() {
 	root := flag.String("repo", ".", "Flotilla checkout")
 	dir := flag.String("dir", "", "state directory (default: a new directory under /tmp)")
 	manager := flag.String("manager", "bin/flotilla-manager", "flotilla-manager binary")
-	exitAfterStart := flag.Bool("exit-after-start", false, "stop the fleet once it is up (a smoke test)")
+	sample := flag.String("sample", "examples/fleet-web.yaml", "sample application applied to the hub once members are Ready; empty for none")
+	exitAfterStart := flag.Bool("exit-after-start", false, "stop the fleet once the sample runs (a smoke test)")
 	flag.Parse()
+	ctrllog.SetLogger(klog.Background())
 
-	if err := run(*root, *dir, *manager, *exitAfterStart); err != nil {
+	if err := run(*root, *dir, *manager, *sample, *exitAfterStart); err != nil {
 		fmt.Fprintln(os.Stderr, "localfleet:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root, dir, manager string, exitAfterStart bool) error {
+func run(root, dir, manager, sample string, exitAfterStart bool) error {
 	root, err := filepath.Abs(root)
 	if err != nil {
 		return err
@@ -62,11 +69,40 @@ func run(root, dir, manager string, exitAfterStart bool) error {
 	if err := f.WaitClustersAvailable(ctx, 3*time.Minute); err != nil {
 		return err
 	}
+	fmt.Println("localfleet: CAPI Clusters Available; waiting for enrolment")
+	if err := f.WaitMembersReady(ctx, 3*time.Minute); err != nil {
+		return err
+	}
+	fmt.Printf("localfleet: members enrolled and Ready after %s\n", time.Since(started).Round(time.Second))
+	if sample != "" {
+		if err := runSample(ctx, f, filepath.Join(root, sample)); err != nil {
+			return err
+		}
+	}
 	fmt.Println(f.Describe())
 	if exitAfterStart {
 		return nil
 	}
 	fmt.Println("localfleet: running; press Ctrl-C to stop")
 	<-ctx.Done()
+	return nil
+}
+
+// runSample applies the sample to the hub and waits until its Deployment's
+// replicas are Ready in the members, then prints the placement.
+func runSample(ctx context.Context, f *fleet.Fleet, file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("localfleet: applying %s to the hub\n", file)
+	if err := f.Apply(ctx, data); err != nil {
+		return err
+	}
+	placement, err := f.WaitWorkloadReady(ctx, "shop", "Deployment", "fleet-web", 3*time.Minute)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("localfleet: fleet-web runs on %s\n", placement)
 	return nil
 }
