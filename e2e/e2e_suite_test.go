@@ -100,6 +100,9 @@ func reportMemory() {
 	GinkgoWriter.Print(summary)
 }
 
+// timeUnit scales the specs' timeouts: a minute on an idle 2-core machine.
+const timeUnit = time.Minute
+
 func eventually(ctx context.Context, f any) AsyncAssertion {
 	return Eventually(ctx, f).WithPolling(time.Second)
 }
