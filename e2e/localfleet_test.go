@@ -53,11 +53,11 @@ var _ = Describe("Local fleet", func() {
 
 	It("runs a Deployment applied directly to a member to Ready through kwok, within the nodes' capacity", func(ctx SpecContext) {
 		m := theFleet.Member("member3")
-		// 2 nodes × 4 CPU hold 8 replicas of 1 CPU, not 10: real scheduling.
+		// 2 nodes × 8 CPU hold 15 replicas of 1 CPU next to the estimator (50m), not 20: real scheduling.
 		deploy := &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "direct"},
 			Spec: appsv1.DeploymentSpec{
-				Replicas: ptr.To[int32](10),
+				Replicas: ptr.To[int32](20),
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "direct"}},
 				Template: corev1.PodTemplateSpec{
 					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "direct"}},
@@ -73,11 +73,11 @@ var _ = Describe("Local fleet", func() {
 		eventually(ctx, func() int32 {
 			_ = m.Client.Get(ctx, client.ObjectKeyFromObject(deploy), deploy)
 			return deploy.Status.ReadyReplicas
-		}).WithTimeout(90 * time.Second).Should(Equal(int32(8)))
+		}).WithTimeout(90 * time.Second).Should(Equal(int32(15)))
 		Consistently(ctx, func() int32 {
 			_ = m.Client.Get(ctx, client.ObjectKeyFromObject(deploy), deploy)
 			return deploy.Status.ReadyReplicas
-		}).WithTimeout(5 * time.Second).Should(Equal(int32(8)))
+		}).WithTimeout(5 * time.Second).Should(Equal(int32(15)))
 	}, SpecTimeout(2*time.Minute))
 
 	It("shows a NotReady node on its Machine's NodeHealthy, and recovers", func(ctx SpecContext) {

@@ -15,9 +15,11 @@ import (
 const EnrolLabel = "flotilla.io/enroll"
 
 // DefaultMembers are the three members of `make dev`: different regions,
-// zones and providers, two 4-CPU nodes each.
+// zones and providers; two 4-CPU nodes each in member1 and member2, two
+// 8-CPU nodes in member3, so that capacity-based division has something to
+// tell apart.
 func DefaultMembers() []MemberSpec {
-	member := func(name, region, zone, provider string) MemberSpec {
+	member := func(name, region, zone, provider, cpu string) MemberSpec {
 		return MemberSpec{
 			Name: name, Namespace: "fleet-clusters",
 			Labels: map[string]string{
@@ -26,13 +28,13 @@ func DefaultMembers() []MemberSpec {
 				"topology.kubernetes.io/zone":   zone,
 				"flotilla.io/provider":          provider,
 			},
-			NodePools: []NodePool{{Name: "worker", Count: 2, CPU: "4", Memory: "16Gi", Pods: 110}},
+			NodePools: []NodePool{{Name: "worker", Count: 2, CPU: cpu, Memory: "16Gi", Pods: 110}},
 		}
 	}
 	return []MemberSpec{
-		member("member1", "eu-west", "eu-west-a", "aws"),
-		member("member2", "eu-west", "eu-west-b", "gcp"),
-		member("member3", "us-east", "us-east-a", "azure"),
+		member("member1", "eu-west", "eu-west-a", "aws", "4"),
+		member("member2", "eu-west", "eu-west-b", "gcp", "4"),
+		member("member3", "us-east", "us-east-a", "azure", "8"),
 	}
 }
 
