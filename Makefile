@@ -12,6 +12,14 @@ GO_TEST_FLAGS ?= -count=1
 PKGS_UNIT        = $(shell go list ./... | grep -v -e /test/ -e /e2e)
 PKGS_INTEGRATION := ./test/integration/...
 E2E_TIMEOUT      ?= 25m
+E2E_KIND_TIMEOUT ?= 60m
+
+# Release: images and clusterctl artifacts go to out/.
+REGISTRY ?= ghcr.io/flotilla-io
+TAG      ?= dev
+OUT      := $(ROOT)/out
+# Binaries that run in a cluster get an image; kubectl-flotilla does not.
+IMAGE_BINARIES = $(notdir $(wildcard cmd/flotilla-*))
 
 ##@ General
 .PHONY: help
@@ -44,6 +52,29 @@ verify-generate: generate ## Fail when generated files differ from what is commi
 build: ## Build Flotilla's binaries into bin/.
 	go build -o $(BIN)/ ./cmd/...
 
+##@ Release
+.PHONY: images
+images: ## Build each in-cluster binary static for linux/amd64 and write its image to out/images/<name>.tar (no Docker, no registry).
+	@mkdir -p $(OUT)/bin/linux_amd64
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "-s -w" -o $(OUT)/bin/linux_amd64/ $(addprefix ./cmd/,$(IMAGE_BINARIES))
+	go run ./hack/imagebuild --registry $(REGISTRY) --tag $(TAG) --revision "$$(git rev-parse HEAD 2>/dev/null)" \
+	  --bin-dir $(OUT)/bin/linux_amd64 --out $(OUT)/images $(IMAGE_BINARIES)
+
+.PHONY: docker-build
+docker-build: ## Build the images with Docker, one `docker build` of the Dockerfile per binary.
+	@for b in $(IMAGE_BINARIES); do \
+	  echo "docker build $(REGISTRY)/$$b:$(TAG)"; \
+	  docker build --target $$b --build-arg BINARY=$$b -t $(REGISTRY)/$$b:$(TAG) . || exit 1; \
+	done
+
+.PHONY: docker-push
+docker-push: ## Push the images docker-build tagged.
+	@for b in $(IMAGE_BINARIES); do docker push $(REGISTRY)/$$b:$(TAG) || exit 1; done
+
+.PHONY: release-manifests
+release-manifests: ## Write out/addon-components.yaml, out/metadata.yaml, the cluster templates and a clusterctl local repository (out/repository).
+	go run ./hack/releasemanifests --out $(OUT) --registry $(REGISTRY) --tag $(TAG)
+
 ##@ Run
 .PHONY: dev
 dev: test-bins build ## Run the local fleet: a hub and 3 members as local processes, until Ctrl-C.
@@ -64,14 +95,23 @@ test-integration: test-bins ## Integration tests against a real kube-apiserver a
 
 .PHONY: test-e2e
 test-e2e: test-bins build ## Ginkgo e2e specs on the local fleet (E2E_BACKEND=local).
-	go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) -v ./e2e/... -ginkgo.v -ginkgo.no-color 2>&1 | bash hack/summarize-tests.sh
+	go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) -v ./e2e/ -ginkgo.v -ginkgo.no-color 2>&1 | bash hack/summarize-tests.sh
+
+.PHONY: test-e2e-kind
+test-e2e-kind: ## Ginkgo e2e specs on a kind management cluster with CAPD members (E2E_BACKEND=kind); needs Docker, skipped with the reason without it.
+	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory images release-manifests; fi
+	E2E_BACKEND=kind go test $(GO_TEST_FLAGS) -timeout $(E2E_KIND_TIMEOUT) -v ./e2e/ -ginkgo.v -ginkgo.no-color 2>&1 | bash hack/summarize-tests.sh
 
 .PHONY: test
 test: test-bins build vet verify-generate ## Everything CI runs: vet, generated-files check, unit, integration and e2e tests.
 	@{ go test $(GO_TEST_FLAGS) -v $(PKGS_UNIT) $(PKGS_INTEGRATION); unit=$$?; \
-	   go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) -v ./e2e/... -ginkgo.v -ginkgo.no-color; e2e=$$?; \
+	   go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) -v ./e2e/ -ginkgo.v -ginkgo.no-color; e2e=$$?; \
 	   exit $$((unit | e2e)); } 2>&1 | bash hack/summarize-tests.sh
 
 .PHONY: bench
-bench: ## Go benchmarks of the scheduler and other hot paths.
+bench: ## Go benchmarks of the scheduler and other hot paths (no apiserver).
 	go test -run='^$$' -bench=. -benchmem ./internal/...
+
+.PHONY: bench-e2e
+bench-e2e: test-bins build ## End-to-end benchmarks on the local fleet (propagation latency p50/p99).
+	go test -run='^$$' -bench=. -benchtime=1x -timeout=30m ./e2e/bench/
