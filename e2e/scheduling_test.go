@@ -22,22 +22,28 @@ import (
 var oneCPU = &workv1alpha1.ReplicaRequirements{ResourceRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
 
 // fleetFit is how many 1-CPU replicas each default member holds according to
-// capacity models observed after since, waiting until every member reports
-// one and no Pod of an earlier spec is left in any member.
-func fleetFit(ctx context.Context, since time.Time) map[string]int64 {
+// its capacity model, waiting until no Pod of an earlier spec is left in any
+// member and every model accounts for exactly the Pods the member has (the
+// estimator publishes only when its model changes, so the model's age says
+// nothing; its Pod count does).
+func fleetFit(ctx context.Context) map[string]int64 {
 	fit := map[string]int64{}
 	eventually(ctx, func(g Gomega) {
 		for _, m := range theFleet.Members()[:3] {
 			pods := &corev1.PodList{}
 			g.Expect(m.Client.List(ctx, pods)).To(Succeed())
+			live := int32(0)
 			for _, p := range pods.Items {
 				g.Expect(p.Namespace).To(BeElementOf("kube-system", clusterv1alpha1.SystemNamespace), "pod %s/%s of an earlier spec is still in %s", p.Namespace, p.Name, m.Name())
+				if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+					live++
+				}
 			}
 			mc, err := memberOf(ctx, m)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(mc).NotTo(BeNil(), "%s is not enrolled yet", m.Name())
 			g.Expect(mc.Status.CapacityModel).NotTo(BeNil())
-			g.Expect(mc.Status.CapacityModel.ObservedTime.Time.After(since)).To(BeTrue(), "capacity model of %s is older than the spec", mc.Name)
+			g.Expect(mc.Status.CapacityModel.ObservedPods).To(Equal(live), "capacity model of %s does not account for its current Pods yet", mc.Name)
 			fit[mc.Name] = capacity.Fit(mc.Status.CapacityModel, oneCPU)
 		}
 	}).WithTimeout(3 * timeUnit).Should(Succeed())
@@ -105,7 +111,7 @@ func deploymentBinding(ctx context.Context, ns, name string) *workv1alpha1.Resou
 
 var _ = Describe("Scheduling", func() {
 	It("divides by dynamic weight where replicas fit, leaving no Pending pod, and keeps the placement when asked for more than fits", func(ctx SpecContext) {
-		fit := fleetFit(ctx, time.Now())
+		fit := fleetFit(ctx)
 		total := fit["member1"] + fit["member2"] + fit["member3"]
 		AddReportEntry("1-CPU replicas each member holds", fit)
 		Expect(fit["member3"]).To(BeNumerically(">", fit["member1"]), "member3 has the larger nodes")
@@ -135,7 +141,7 @@ var _ = Describe("Scheduling", func() {
 	}, SpecTimeout(10*time.Minute))
 
 	It("places 50 workloads applied at once without overcommitting any member", func(ctx SpecContext) {
-		fit := fleetFit(ctx, time.Now())
+		fit := fleetFit(ctx)
 		total := fit["member1"] + fit["member2"] + fit["member3"]
 		federatedNamespace(ctx, "burst")
 		manifests := dynamicPolicy("burst", "burst", "labelSelector: {matchLabels: {spec: scheduling}}")
