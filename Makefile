@@ -106,7 +106,8 @@ test-e2e-kind: ## Ginkgo e2e specs on a kind management cluster with CAPD member
 test: test-bins build vet verify-generate ## Everything CI runs: vet, generated-files check, unit, integration and e2e tests.
 	@{ go test $(GO_TEST_FLAGS) -v $(PKGS_UNIT) $(PKGS_INTEGRATION); unit=$$?; \
 	   go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) -v ./e2e/ -ginkgo.v -ginkgo.no-color; e2e=$$?; \
-	   exit $$((unit | e2e)); } 2>&1 | bash hack/summarize-tests.sh
+	   E2E_BACKEND=kind go test $(GO_TEST_FLAGS) -v ./e2e/ -ginkgo.v -ginkgo.no-color; kind=$$?; \
+	   exit $$((unit | e2e | kind)); } 2>&1 | bash hack/summarize-tests.sh
 
 .PHONY: bench
 bench: ## Go benchmarks of the scheduler and other hot paths (no apiserver).

@@ -1,6 +1,8 @@
 // Package e2e holds Flotilla's end-to-end specs. They run against a fleet
-// chosen by E2E_BACKEND: "local" (default) starts a hub and member clusters
-// as local processes (package e2e/fleet); "kind" needs Docker.
+// chosen by E2E_BACKEND (backend_test.go): "local" (default) starts a hub and
+// member clusters as local processes (package e2e/fleet); "kind" creates a
+// kind management cluster with CAPD members (package e2e/kindfleet) and
+// needs Docker.
 package e2e
 
 import (
@@ -9,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,49 +35,20 @@ func TestE2E(t *testing.T) {
 }
 
 var _ = BeforeSuite(func(ctx SpecContext) {
-	backend := os.Getenv("E2E_BACKEND")
-	if backend == "" {
-		backend = "local"
-	}
-	if backend != "local" {
-		Skip(fmt.Sprintf("E2E_BACKEND=%s is not available yet: only the local backend runs here", backend))
-	}
 	var err error
 	repoRoot, err = filepath.Abs("..")
 	Expect(err).NotTo(HaveOccurred())
+	theBackend = newBackend(os.Getenv("E2E_BACKEND"))
+	// Each backend bounds its own start: the local fleet minutes, kind
+	// (management cluster, providers, CAPD members) much longer.
+	theBackend.Start(ctx)
+}, NodeTimeout(45*time.Minute))
 
-	dir := os.Getenv("E2E_FLEET_DIR")
-	if dir == "" {
-		dir = GinkgoT().TempDir()
+var _ = AfterSuite(func(ctx SpecContext) {
+	if theBackend != nil {
+		theBackend.Stop(ctx)
 	}
-	manager := filepath.Join(repoRoot, "bin", "flotilla-manager")
-	Expect(manager).To(BeAnExistingFile(), "build flotilla-manager first: make build")
-
-	began := time.Now()
-	theFleet, err = fleet.Start(ctx, fleet.Options{
-		Dir:      dir,
-		RepoRoot: repoRoot,
-		Members:  fleet.DefaultMembers(),
-		Manager:  &fleet.ManagerOptions{Binary: manager, Args: fleet.DefaultManagerArgs()},
-		Progress: GinkgoWriter,
-	})
-	Expect(err).NotTo(HaveOccurred())
-	startTime = time.Since(began)
-	AddReportEntry("fleet start time", startTime.Round(time.Millisecond).String())
-	reportMemory()
-}, NodeTimeout(5*time.Minute))
-
-var _ = AfterSuite(func() {
-	if theFleet == nil {
-		return
-	}
-	pids := theFleet.Processes()
-	theFleet.Stop()
-	for name, pid := range pids {
-		Eventually(func() error { return syscall.Kill(pid, 0) }).WithTimeout(15*time.Second).
-			Should(MatchError(syscall.ESRCH), "process %s (pid %d) still runs after the fleet stopped", name, pid)
-	}
-})
+}, NodeTimeout(15*time.Minute))
 
 // reportMemory records the resident memory of the hub's and one member's
 // processes in the suite report.

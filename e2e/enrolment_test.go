@@ -148,7 +148,7 @@ spec:
 		Consistently(ctx, func() *clusterv1alpha1.MemberCluster {
 			mc, _ := memberOf(ctx, members[2])
 			return mc
-		}).WithTimeout(20 * time.Second).WithPolling(2 * time.Second).Should(BeNil(), "an unlabelled Cluster must not enrol")
+		}).WithTimeout(20*time.Second).WithPolling(2*time.Second).Should(BeNil(), "an unlabelled Cluster must not enrol")
 
 		Expect(theFleet.DeleteCluster(ctx, members[1])).To(Succeed())
 		eventually(ctx, func(g Gomega) {

@@ -45,7 +45,7 @@ func readyMember(ctx context.Context, m *fleet.Member) *clusterv1alpha1.MemberCl
 
 // auditEvent is the part of an apiserver audit record the specs read.
 type auditEvent struct {
-	Verb      string `json:"verb"`
+	Verb      string                    `json:"verb"`
 	User      struct{ Username string } `json:"user"`
 	ObjectRef *struct {
 		Resource  string `json:"resource"`
@@ -82,4 +82,3 @@ func hasPrefixAny(s string, prefixes ...string) bool {
 	}
 	return false
 }
-

@@ -299,4 +299,3 @@ spec:
 		}
 	}, SpecTimeout(8*time.Minute))
 })
-

@@ -1,12 +1,33 @@
 #!/usr/bin/env bash
-# Adds to every generated CRD the labels clusterctl uses to discover and
-# `clusterctl move` a provider's types: the contract label naming the API
-# version that satisfies CAPI's v1beta2 contract, and the provider label.
+# Adds to every generated CRD the labels clusterctl relies on:
+# - cluster.x-k8s.io/provider: addon-flotilla — the provider's objects
+#   (clusterctl upgrade and delete find the CRDs by it);
+# - cluster.x-k8s.io/v1beta2: v1alpha1 — the contract label naming the API
+#   version that satisfies Cluster API's v1beta2 contract;
+# - clusterctl.cluster.x-k8s.io/move on the policy.flotilla.io kinds only —
+#   `clusterctl move` copies every object of a kind so labelled: policies and
+#   quotas are the user's intent. Members, bindings and Works are not moved:
+#   the target hub's flotilla-manager derives them again.
+# Idempotent: a label already present is not added twice.
 set -euo pipefail
 dir=$1
 for f in "$dir"/*.yaml; do
-  # controller-gen writes "metadata:\n  annotations:\n ...\n  name: ..." ; insert labels after "metadata:".
-  if ! grep -q 'cluster.x-k8s.io/v1beta2:' "$f"; then
-    awk 'done==0 && /^metadata:$/ { print; print "  labels:"; print "    cluster.x-k8s.io/provider: addon-flotilla"; print "    cluster.x-k8s.io/v1beta2: v1alpha1"; done=1; next } { print }' "$f" > "$f.tmp" && mv "$f.tmp" "$f"
-  fi
+  labels=("cluster.x-k8s.io/provider: addon-flotilla" "cluster.x-k8s.io/v1beta2: v1alpha1")
+  case $(basename "$f") in
+    policy.flotilla.io_*) labels+=('clusterctl.cluster.x-k8s.io/move: ""') ;;
+  esac
+  for label in "${labels[@]}"; do
+    key=${label%%:*}
+    grep -q "^    $key:" "$f" && continue
+    # controller-gen writes "metadata:\n  annotations: ...\n  name: ..."; the
+    # labels block goes right after "metadata:", a new label at its end, so
+    # that the order is the same however many runs added them.
+    awk -v label="$label" '
+      state == 0 && /^metadata:$/ { print; state = 1; next }
+      state == 1 && $0 == "  labels:" { print; state = 2; next }
+      state == 1 { print "  labels:"; print "    " label; print; state = 3; next }
+      state == 2 && /^    / { print; next }
+      state == 2 { print "    " label; print; state = 3; next }
+      { print }' "$f" > "$f.tmp" && mv "$f.tmp" "$f"
+  done
 done
