@@ -4,6 +4,7 @@
 //	kubectl flotilla members
 //	kubectl flotilla explain deployment/web -n shop
 //	kubectl flotilla preview -f web.yaml -f policy.yaml
+//	kubectl flotilla quota [-n tenant]
 package cli
 
 import (
@@ -36,6 +37,8 @@ func NewRootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.context, "context", "", "Kubeconfig context of the hub")
 	root.PersistentFlags().StringVarP(&g.namespace, "namespace", "n", "", "Namespace of the template (default: the context's namespace)")
 	root.AddCommand(newMembersCommand(g), newExplainCommand(g), newPreviewCommand(g))
+	root.AddCommand(newQuotaCommand(g))
+	root.AddCommand(newTaintCommands(g)...)
 	return root
 }
 

@@ -1,11 +1,15 @@
 // Package webhooks holds flotilla-manager's admission webhooks: the checks
-// that the CRD schema cannot express within the apiserver's CEL cost budget.
-// Each webhook delegates its logic to a pure library under internal/.
+// that the CRD schema cannot express within the apiserver's CEL cost budget,
+// and the quota warnings on workload templates (WorkloadQuota). Each webhook
+// delegates its logic to a pure library under internal/.
 package webhooks
 
 import ctrl "sigs.k8s.io/controller-runtime"
 
 // SetupWithManager registers every webhook with the manager's webhook server.
 func SetupWithManager(mgr ctrl.Manager) error {
-	return (&FederatedResourceQuota{}).SetupWithManager(mgr)
+	if err := (&FederatedResourceQuota{}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&WorkloadQuota{}).SetupWithManager(mgr)
 }

@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
@@ -30,9 +32,12 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/enrolment"
+	"github.com/flotilla-io/flotilla/controllers/failover"
 	"github.com/flotilla-io/flotilla/controllers/memberclient"
 	"github.com/flotilla-io/flotilla/controllers/propagation"
+	quotacontroller "github.com/flotilla-io/flotilla/controllers/quota"
 	"github.com/flotilla-io/flotilla/controllers/scheduling"
+	"github.com/flotilla-io/flotilla/internal/quota/tracker"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/scheduler/assumed"
 	"github.com/flotilla-io/flotilla/webhooks"
@@ -53,6 +58,7 @@ type options struct {
 	assumedCapacityGrace   time.Duration
 	leaderElectNamespace   string
 	enrolment              enrolment.Options
+	failover               failover.Options
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
@@ -75,6 +81,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&e.SyncPeriod, "member-sync-period", 30*time.Second, "How often an enrolled member's heartbeat, capacity model and identity are refreshed.")
 	fs.DurationVar(&e.EstimatorPublishInterval, "estimator-publish-interval", 10*time.Second, "The estimator publishes its capacity model at most this often.")
 	fs.StringVar(&e.HubAPIServer, "hub-apiserver-url", "", "URL at which Pull-mode agents reach the hub's apiserver; the manager's own apiserver URL when empty.")
+	o.failover.AddFlags(fs)
 }
 
 // complete fills the defaults that depend on other flags or the hub.
@@ -176,17 +183,27 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	if err := (&enrolment.Reconciler{Options: opts.enrolment}).SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
 		return fmt.Errorf("set up enrolment: %w", err)
 	}
-	sched := scheduler.New(scheduler.WithLedger(assumed.New(opts.assumedCapacityGrace)))
+	quotas := tracker.New(tracker.Options{})
+	sched := scheduler.New(scheduler.WithLedger(assumed.New(opts.assumedCapacityGrace)), scheduler.WithQuotaChecker(quotas))
 	if err := (&scheduling.Reconciler{
 		Client: mgr.GetClient(), Scheduler: sched,
 		Recorder:      mgr.GetEventRecorder("flotilla-scheduler"),
 		RetryInterval: opts.schedulerRetryInterval,
+		Wakeups:       []source.TypedSource[reconcile.Request]{quotacontroller.NewRetry(mgr.GetClient(), quotas)},
 	}).SetupWithManager(mgr, controller.Options{}); err != nil {
 		return fmt.Errorf("set up scheduling: %w", err)
+	}
+	if err := quotacontroller.SetupWithManager(ctx, mgr, quotas, controller.Options{}); err != nil {
+		return fmt.Errorf("set up quota: %w", err)
 	}
 	members := propagation.MemberClientsFrom(memberclient.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme()))
 	if err := propagation.SetupWithManager(ctx, mgr, propagation.Options{MemberClients: members}); err != nil {
 		return fmt.Errorf("set up propagation: %w", err)
+	}
+	failoverOpts := opts.failover
+	failoverOpts.DrainTimeout = opts.enrolment.DrainTimeout
+	if err := failover.SetupWithManager(ctx, mgr, failoverOpts); err != nil {
+		return fmt.Errorf("set up failover: %w", err)
 	}
 	return nil
 }

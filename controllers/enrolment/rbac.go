@@ -10,8 +10,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 )
 
 // The hub identity's permissions in a member.
@@ -71,21 +69,4 @@ func rulesHash(rules []rbacv1.PolicyRule) string {
 	b, _ := json.Marshal(rules)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:16]
-}
-
-// apiEnablements lists the top-level resources of each group version.
-func apiEnablements(lists []*metav1.APIResourceList) []clusterv1alpha1.APIEnablement {
-	out := make([]clusterv1alpha1.APIEnablement, 0, len(lists))
-	for _, l := range lists {
-		e := clusterv1alpha1.APIEnablement{GroupVersion: l.GroupVersion}
-		for _, res := range l.APIResources {
-			if !strings.Contains(res.Name, "/") {
-				e.Resources = append(e.Resources, clusterv1alpha1.APIResource{Name: res.Name, Kind: res.Kind})
-			}
-		}
-		slices.SortFunc(e.Resources, func(a, b clusterv1alpha1.APIResource) int { return strings.Compare(a.Name, b.Name) })
-		out = append(out, e)
-	}
-	slices.SortFunc(out, func(a, b clusterv1alpha1.APIEnablement) int { return strings.Compare(a.GroupVersion, b.GroupVersion) })
-	return out
 }

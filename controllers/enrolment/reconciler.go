@@ -2,9 +2,10 @@
 // it names the member, creates its execution namespace, sets up the hub's
 // scoped identity in the member (Push) or the agent's hub credentials (Pull),
 // keeps the add-on ClusterResourceSets that install flotilla-estimator and
-// flotilla-agent, mirrors the Cluster's health, copies the estimator's
-// capacity model into the member's status, and drains and removes the member
-// when the Cluster is deleted or opts out. docs/enrolment.md has the rules.
+// flotilla-agent, copies the estimator's capacity model into the member's
+// status, and drains and removes the member when the Cluster is deleted or
+// opts out. Health conditions are controllers/health's. docs/enrolment.md
+// has the rules.
 package enrolment
 
 import (
@@ -29,7 +30,6 @@ import (
 	"sigs.k8s.io/cluster-api/util/patch"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/health"
 )
 
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch;update;patch
@@ -253,20 +253,13 @@ func (r *Reconciler) result(s *scope) ctrl.Result {
 	return ctrl.Result{RequeueAfter: r.SyncPeriod}
 }
 
-// patchMember writes the member's spec and status once per reconcile, with
-// the health conditions recomputed from the Cluster. observedGeneration
-// moves only when the reconcile succeeded.
+// patchMember writes the member's spec and status once per reconcile.
+// observedGeneration moves only when the reconcile succeeded. The health
+// conditions (Reachable, ControlPlaneAvailable, WorkersAvailable, Ready) are
+// controllers/health's.
 func (r *Reconciler) patchMember(ctx context.Context, s *scope, succeeded bool) error {
 	if s.member == nil || s.memberPatch == nil || s.memberGone {
 		return nil
-	}
-	in := health.Input{
-		RemoteConnectionProbe: conditions.Get(s.cluster, capiv1.ClusterRemoteConnectionProbeCondition),
-		ControlPlaneAvailable: conditions.Get(s.cluster, capiv1.ClusterControlPlaneAvailableCondition),
-		Enrolled:              conditions.IsTrue(s.member, clusterv1alpha1.ConditionEnrolled),
-	}
-	for _, c := range health.Conditions(in) {
-		conditions.Set(s.member, c)
 	}
 	opts := []patch.Option{patch.WithOwnedConditions{Conditions: ownedConditions}}
 	if succeeded {
@@ -279,12 +272,9 @@ func (r *Reconciler) patchMember(ctx context.Context, s *scope, succeeded bool) 
 	return nil
 }
 
-// ownedConditions are the member conditions enrolment writes; others (health
-// refinements, taint policies) are left to their controllers.
-var ownedConditions = []string{
-	clusterv1alpha1.ConditionEnrolled, clusterv1alpha1.ConditionTerminating, clusterv1alpha1.ConditionReady,
-	clusterv1alpha1.ConditionReachable, clusterv1alpha1.ConditionControlPlaneAvailable,
-}
+// ownedConditions are the member conditions enrolment writes; the health
+// conditions are controllers/health's.
+var ownedConditions = []string{clusterv1alpha1.ConditionEnrolled, clusterv1alpha1.ConditionTerminating}
 
 // optedIn: the Cluster's own label wins ("false" opts out), then its
 // namespace's label, then --enrol-all.

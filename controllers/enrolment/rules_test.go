@@ -144,17 +144,3 @@ func TestHubRulesGrantTopLevelResourcesWithoutEscalatingVerbs(t *testing.T) {
 		t.Error("rulesHash did not change when the member started serving a new resource")
 	}
 }
-
-func TestAPIEnablementsListTopLevelResourcesSorted(t *testing.T) {
-	got := apiEnablements([]*metav1.APIResourceList{
-		{GroupVersion: "v1", APIResources: []metav1.APIResource{{Name: "pods", Kind: "Pod"}, {Name: "pods/status", Kind: "Pod"}, {Name: "configmaps", Kind: "ConfigMap"}}},
-		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{{Name: "deployments", Kind: "Deployment"}}},
-	})
-	want := []clusterv1alpha1.APIEnablement{
-		{GroupVersion: "apps/v1", Resources: []clusterv1alpha1.APIResource{{Name: "deployments", Kind: "Deployment"}}},
-		{GroupVersion: "v1", Resources: []clusterv1alpha1.APIResource{{Name: "configmaps", Kind: "ConfigMap"}, {Name: "pods", Kind: "Pod"}}},
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("apiEnablements = %v, want %v", got, want)
-	}
-}

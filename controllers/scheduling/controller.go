@@ -19,9 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/eviction"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
@@ -34,6 +36,9 @@ type Reconciler struct {
 	// tried again even when nothing it watches changes (assumed capacity
 	// expires with time, not with an event).
 	RetryInterval time.Duration
+	// Wakeups are further sources of ResourceBindings to decide again at
+	// once, e.g. those waiting on quota when quota frees (controllers/quota).
+	Wakeups []source.TypedSource[reconcile.Request]
 
 	snapshots *snapshots
 }
@@ -51,7 +56,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 	}
 	r.snapshots = &snapshots{reader: mgr.GetClient(), sched: r.Scheduler}
 
-	err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("scheduling-resourcebinding").
 		For(&workv1alpha1.ResourceBinding{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&clusterv1alpha1.MemberCluster{},
@@ -60,10 +65,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 		Watches(&clusterv1alpha1.MemberCluster{},
 			handler.EnqueueRequestsFromMapFunc(r.enqueueAll(&workv1alpha1.ResourceBindingList{}, true)),
 			builder.WithPredicates(memberCapacityChanged())).
-		WithOptions(options).
-		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-			return r.reconcile(ctx, req, &workv1alpha1.ResourceBinding{})
-		}))
+		WithOptions(options)
+	for _, src := range r.Wakeups {
+		b = b.WatchesRawSource(src)
+	}
+	err := b.Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		return r.reconcile(ctx, req, &workv1alpha1.ResourceBinding{})
+	}))
 	if err != nil {
 		return err
 	}
@@ -133,6 +141,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request, b wor
 		return reconcile.Result{}, nil
 	}
 	if s := b.BindingSpec().Suspension; s != nil && s.Scheduling != nil && *s.Scheduling {
+		return reconcile.Result{}, nil
+	}
+	if eviction.PurgingDirectly(b.BindingSpec()) {
+		// Purge mode Directly: the evicted copy goes before its replacement
+		// is placed; removing the task (controllers/gracefuleviction) brings
+		// the binding back here.
 		return reconcile.Result{}, nil
 	}
 

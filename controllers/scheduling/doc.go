@@ -6,7 +6,8 @@
 // Triggers: a binding's spec changing (replicas, placement, requirements,
 // eviction tasks, rescheduleTriggeredAt), any MemberCluster change that can
 // change a placement (labels, taints, cordon, readiness, API enablements,
-// capacity model, deletion), and a periodic retry of bindings that could not
-// be placed. Decisions are serialised inside the scheduler so that each sees
+// capacity model, deletion), a periodic retry of bindings that could not
+// be placed, and the Wakeups sources (bindings waiting on quota, re-queued
+// oldest first when quota frees). Decisions are serialised inside the scheduler so that each sees
 // the capacity the previous one assumed.
 package scheduling

@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -29,6 +31,10 @@ const addonLabel = "app.kubernetes.io/part-of"
 // its image names (bin/<image base name>) as a process, with the container's
 // args and a kubeconfig holding a token of the Pod's own ServiceAccount: the
 // add-on runs with exactly the configuration and RBAC a real install gets.
+// Secret volumes the container mounts are written to a directory, as the
+// kubelet projects them, and kept current while the add-on runs (a rotated
+// Secret reaches it); args naming a path under a mount point name the same
+// file in that directory.
 type addons struct {
 	member *Member
 	binDir string
@@ -73,6 +79,7 @@ func (a *addons) sync(ctx context.Context) error {
 		return err
 	}
 	seen := map[string]bool{}
+	var errs []error
 	for i := range list.Items {
 		d := &list.Items[i]
 		key := d.Namespace + "/" + d.Name
@@ -81,6 +88,9 @@ func (a *addons) sync(ctx context.Context) error {
 		cur := a.running[key]
 		a.mu.Unlock()
 		if cur != nil && cur.generation == d.Generation && cur.proc.running() {
+			if _, err := a.mountSecrets(ctx, d); err != nil {
+				errs = append(errs, fmt.Errorf("add-on %s: %w", key, err))
+			}
 			continue
 		}
 		if cur != nil {
@@ -88,7 +98,9 @@ func (a *addons) sync(ctx context.Context) error {
 		}
 		p, err := a.start(ctx, d)
 		if err != nil {
-			return fmt.Errorf("add-on %s: %w", key, err)
+			// E.g. a mounted Secret not delivered yet: the others start meanwhile.
+			errs = append(errs, fmt.Errorf("add-on %s: %w", key, err))
+			continue
 		}
 		a.mu.Lock()
 		if a.closed { // stopped while this one started
@@ -107,7 +119,7 @@ func (a *addons) sync(ctx context.Context) error {
 			delete(a.running, key)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // start runs the add-on of one Deployment as the Deployment's Pod would run.
@@ -128,7 +140,11 @@ func (a *addons) start(ctx context.Context, d *appsv1.Deployment) (*process, err
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"--kubeconfig=" + kubeconfig}, c.Args...)
+	mounts, err := a.mountSecrets(ctx, d)
+	if err != nil {
+		return nil, err // a Pod would wait in ContainerCreating for its Secret
+	}
+	args := append([]string{"--kubeconfig=" + kubeconfig}, mountedPaths(c.Args, mounts)...)
 	p := newProcess(d.Name, binary, a.dir, args...)
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
@@ -162,6 +178,91 @@ func (a *addons) serviceAccountKubeconfig(ctx context.Context, namespace, name s
 	}
 	file := filepath.Join(a.dir, namespace+"-"+name+".kubeconfig")
 	return file, os.WriteFile(file, data, 0o600)
+}
+
+// secretMount is a Secret volume of an add-on container: where the
+// container mounts it, and the directory its files are written to.
+type secretMount struct {
+	mountPath, dir string
+}
+
+// mountSecrets writes the Secret volumes the Deployment's container mounts
+// to <member>/addons/<namespace>-<deployment>/<volume>/, one file per key
+// (or per item when the volume lists items), rewriting only files whose
+// content changed, each in one rename.
+func (a *addons) mountSecrets(ctx context.Context, d *appsv1.Deployment) ([]secretMount, error) {
+	spec := d.Spec.Template.Spec
+	var out []secretMount
+	for _, vm := range spec.Containers[0].VolumeMounts {
+		var source *corev1.SecretVolumeSource
+		for _, v := range spec.Volumes {
+			if v.Name == vm.Name {
+				source = v.Secret
+			}
+		}
+		if source == nil {
+			continue
+		}
+		secret := &corev1.Secret{}
+		if err := a.member.Client.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: source.SecretName}, secret); err != nil {
+			return nil, fmt.Errorf("Secret %s/%s mounted at %s: %w", d.Namespace, source.SecretName, vm.MountPath, err)
+		}
+		files := map[string][]byte{}
+		if len(source.Items) == 0 {
+			for k, v := range secret.Data {
+				files[k] = v
+			}
+		}
+		for _, item := range source.Items {
+			files[item.Path] = secret.Data[item.Key]
+		}
+		dir := filepath.Join(a.dir, d.Namespace+"-"+d.Name, vm.Name)
+		for name, data := range files {
+			if err := writeIfChanged(filepath.Join(dir, name), data); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, secretMount{mountPath: strings.TrimSuffix(vm.MountPath, "/"), dir: dir})
+	}
+	return out, nil
+}
+
+// mountedPaths rewrites args so that a path at or under a mount point names
+// the same file in the mount's directory, e.g.
+// --hub-kubeconfig=/etc/flotilla/hub/kubeconfig → --hub-kubeconfig=<dir>/kubeconfig.
+func mountedPaths(args []string, mounts []secretMount) []string {
+	out := make([]string, 0, len(args))
+	for _, arg := range args {
+		for _, m := range mounts {
+			i := strings.Index(arg, m.mountPath)
+			if i < 0 {
+				continue
+			}
+			rest := arg[i+len(m.mountPath):]
+			if rest == "" || strings.HasPrefix(rest, "/") {
+				arg = arg[:i] + m.dir + rest
+				break
+			}
+		}
+		out = append(out, arg)
+	}
+	return out
+}
+
+// writeIfChanged replaces a file's content in one rename, and only when it
+// differs, so that a reader polling the file sees whole versions.
+func writeIfChanged(path string, data []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // processes lists the running add-on processes, sorted by Deployment.

@@ -46,7 +46,7 @@ func (f *Fleet) CreateCluster(ctx context.Context, m *Member) error {
 		labels[k] = v
 	}
 	cluster := &capiv1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: m.Spec.Annotations},
 		Spec: capiv1.ClusterSpec{
 			ClusterNetwork: capiv1.ClusterNetwork{
 				Pods:     capiv1.NetworkRanges{CIDRBlocks: []string{"10.244.0.0/16"}},

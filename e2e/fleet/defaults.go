@@ -42,7 +42,7 @@ func DefaultMembers() []MemberSpec {
 // are revisited and capacity published more often than in production, so that
 // tests see changes in seconds.
 func DefaultManagerArgs() []string {
-	return []string{"--leader-elect=false", "--member-sync-period=10s", "--estimator-publish-interval=2s"}
+	return []string{"--leader-elect=false", "--member-sync-period=10s", "--estimator-publish-interval=2s", "--failover-grace-period=30s"}
 }
 
 // WaitClustersAvailable waits until Cluster API reports every member's

@@ -55,6 +55,15 @@ func (h *Hub) AuditLog() string { return h.cp.AuditLog() }
 // Dir holds the hub's state and logs.
 func (h *Hub) Dir() string { return h.cp.dir }
 
+// StopAPIServer stops the hub's kube-apiserver; etcd keeps its state. Every
+// controller of the hub (Cluster API, flotilla-manager) loses its API until
+// StartAPIServer.
+func (h *Hub) StopAPIServer() error { return h.cp.stopAPIServer() }
+
+// StartAPIServer restarts the hub's kube-apiserver on the same port, with
+// the same certificates and tokens, and waits until it is ready.
+func (h *Hub) StartAPIServer(ctx context.Context) error { return h.cp.startAPIServer(ctx) }
+
 func (h *Hub) start(ctx context.Context, opts Options, members provider.Members) error {
 	opts.progress("hub: starting etcd and kube-apiserver")
 	if err := h.cp.start(ctx); err != nil {

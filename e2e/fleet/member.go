@@ -38,6 +38,8 @@ type MemberSpec struct {
 	Namespace string
 	// Labels of the CAPI Cluster (region, zone, provider, enrolment opt-in).
 	Labels map[string]string
+	// Annotations of the CAPI Cluster, e.g. flotilla.io/sync-mode: Pull.
+	Annotations map[string]string
 	// NodePools of the member; one pool of 2 nodes × 4 CPU when empty.
 	NodePools []NodePool
 }

@@ -79,13 +79,16 @@ func TestConditionsMirrorCAPIAndSummariseReady(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Conditions(tt.in)
-			if len(got) != 3 {
-				t.Fatalf("got %d conditions, want 3", len(got))
+			if len(got) != 4 {
+				t.Fatalf("got %d conditions, want 4", len(got))
 			}
 			for i, w := range []struct {
 				typ string
 				want
 			}{{clusterv1alpha1.ConditionReachable, tt.reachable}, {clusterv1alpha1.ConditionControlPlaneAvailable, tt.cp}, {clusterv1alpha1.ConditionReady, tt.ready}} {
+				if i == 2 {
+					i = 3 // WorkersAvailable is third; see TestWorkersAvailable
+				}
 				c := got[i]
 				if c.Type != w.typ || c.Status != w.status || c.Reason != w.reason || c.Message != w.message {
 					t.Errorf("condition %d = {%s %s %s %q}, want {%s %s %s %q}", i, c.Type, c.Status, c.Reason, c.Message, w.typ, w.status, w.reason, w.message)

@@ -1,6 +1,8 @@
 // Package quota holds the arithmetic of FederatedResourceQuota: validating a
-// quota's spec and (later) computing usage and headroom. It knows nothing of
-// controllers.
+// quota's spec, what a binding uses of each quota key (Usage), and whether a
+// request fits what a quota has left (Check). It knows nothing of
+// controllers; the stateful accounting the scheduler asks is in
+// internal/quota/tracker.
 package quota
 
 import (

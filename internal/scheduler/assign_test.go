@@ -56,7 +56,7 @@ func TestReplicaAssignmentStatedResults(t *testing.T) {
 		{"a new member does not take replicas without a scale-up", unknown("a", "b", "c"), 4, equalWeights(), current("a", 2, "b", 2), false, "a:2 b:2"},
 		{"rebalance divides from scratch", unknown("a", "b", "c"), 4, equalWeights(), current("a", 2, "b", 2), true, "a:2 b:1 c:1"},
 		{"replicas of a member no longer feasible are redistributed, others keep theirs", []clusterv1alpha1.MemberCluster{
-			st.Member("a"), st.Member("b", st.NotReady("Unreachable")), st.Member("c")}, 6, equalWeights(), current("a", 2, "b", 2, "c", 2), false, "a:3 c:3"},
+			st.Member("a"), st.Member("b", st.Deleting()), st.Member("c")}, 6, equalWeights(), current("a", 2, "b", 2, "c", 2), false, "a:3 c:3"},
 		{"the binding's own replicas count as room on their member, and no more than fits is added", []clusterv1alpha1.MemberCluster{cpus("a", "1"), cpus("b", "20")}, 14, equalWeights(), current("a", 5, "b", 5), false, "a:6 b:8"},
 		{"Aggregated scale-up stays on the member already used", []clusterv1alpha1.MemberCluster{cpus("a", "10"), cpus("b", "30"), cpus("c", "20")}, 10, aggregated(), current("c", 5), false, "c:10"},
 		{"dynamic weight scale-up counts the binding's own replicas as its room", []clusterv1alpha1.MemberCluster{cpus("a", "0"), cpus("b", "4")}, 6, dynamicWeights(), current("a", 4), false, "a:4 b:2"},

@@ -127,29 +127,58 @@ func (d *decision) filter() {
 	d.base = make([]verdict, n)
 	for i := range n {
 		m := d.snap.Member(i)
+		var held *verdict
+		rejected := false
 		for p, f := range d.s.filters {
-			if st := f.Filter(&d.cycle, m); !st.Passed() {
+			st := f.Filter(&d.cycle, m)
+			if st.Code == framework.Held {
+				if held == nil {
+					held = &verdict{reason: st.Reason, code: st.Code, plugin: int32(p)}
+				}
+				continue
+			}
+			if !st.Passed() {
 				d.base[i] = verdict{reason: st.Reason, code: st.Code, plugin: int32(p)}
+				rejected = true
 				break
 			}
+		}
+		if held != nil && !rejected {
+			d.base[i] = *held
 		}
 	}
 }
 
-// checkQuota asks the quota checker about the replicas the placement adds.
+// checkQuota asks the quota checker about the replicas the placement adds
+// or, for a BindingQuota, about the whole placement.
 func (d *decision) checkQuota() error {
-	var after, before int64
-	for _, r := range d.outcome.replicas {
-		after += r
+	var err error
+	if bq, ok := d.s.quota.(BindingQuota); ok {
+		err = bq.CheckPlacement(d.placement())
+	} else {
+		var after, before int64
+		for _, r := range d.outcome.replicas {
+			after += r
+		}
+		for _, r := range d.cycle.Current {
+			before += r
+		}
+		err = d.s.quota.CheckQuota(d.in.Namespace, d.in.Requirements, after-before)
 	}
-	for _, r := range d.cycle.Current {
-		before += r
-	}
-	if err := d.s.quota.CheckQuota(d.in.Namespace, d.in.Requirements, after-before); err != nil {
+	if err != nil {
 		d.quotaRefused = true
 		return &Error{Reason: workv1alpha1.BindingReasonQuotaExceeded, Message: err.Error()}
 	}
 	return nil
+}
+
+// placement is the decision's claim on quota.
+func (d *decision) placement() Placement {
+	in := d.in
+	return Placement{
+		Key: in.Key, Namespace: in.Namespace, APIVersion: in.APIVersion, Kind: in.Kind,
+		Requirements: in.Requirements, Clusters: d.targetClusters(d.outcome), Current: in.Current,
+	}
 }
 
 // assignments lists the ledger's view of the placement in force: every

@@ -13,7 +13,9 @@
 //	filter ──── plugins.DefaultFilters, once per member: deleting, being evicted,
 //	   │        not Ready, cordoned, untolerated NoSchedule/NoExecute taint, API not
 //	   │        served, static weight 0, no capacity model (dynamic/Aggregated),
-//	   │        too small for a Duplicated copy
+//	   │        too small for a Duplicated copy; a member the binding already runs
+//	   │        on that is not Ready, cordoned or tainted is held instead: it keeps
+//	   │        its replicas and takes no more (eviction moves them, not the scheduler)
 //	terms ───── for each affinity term in order (from the one in force last
 //	   │        time unless rebalancing): ClusterAffinity narrows the candidates,
 //	   │        then score → select → assign; the first term that places the
@@ -28,6 +30,8 @@
 //	   │        the roomier member, then the name; least movement (scale-up adds
 //	   │        only new replicas, scale-down removes only) unless rebalancing
 //	quota ───── the QuotaChecker may refuse the replicas the placement adds
+//	   │        (a BindingQuota sees the whole placement, and Schedule tells it
+//	   │        what it commits, under the same lock: internal/quota/tracker)
 //	   │
 //	Result ──── TargetClusters sorted by name, the affinity term in force, and an
 //	            Explanation: the terms tried and, built on demand by Members(),

@@ -15,7 +15,7 @@ func (d *decision) statusOf(o *termOutcome, i int) (string, string) {
 	if r := o.affinityReason[i]; r != "" {
 		return PluginClusterAffinity, r
 	}
-	if v := d.base[i]; v.code != framework.Fits {
+	if v := d.base[i]; v.code != framework.Fits && v.code != framework.Held {
 		return d.s.filters[v.plugin].Name(), v.reason
 	}
 	if r, ok := o.excluded[i]; ok {
@@ -52,6 +52,9 @@ func (d *decision) rows(o *termOutcome) []MemberExplanation {
 	for i := range n {
 		rows[i] = MemberExplanation{Name: d.snap.Member(i).Name, Available: d.cycle.Available[i]}
 		rows[i].FilteredBy, rows[i].Reason = d.statusOf(o, i)
+		if v := d.base[i]; v.code == framework.Held && rows[i].Reason == "" {
+			rows[i].Reason = "keeps the replicas it holds, takes no more: " + v.reason
+		}
 	}
 	for k, i := range o.feasible {
 		rows[i].Score = o.scores[k]

@@ -17,6 +17,33 @@ type QuotaChecker interface {
 	CheckQuota(namespace string, req *workv1alpha1.ReplicaRequirements, deltaReplicas int64) error
 }
 
+// Placement is one decision's claim on quota, for a BindingQuota: the
+// binding, what one replica needs, and its placement before and after.
+type Placement struct {
+	// Key and Namespace are the Input's.
+	Key, Namespace string
+	// APIVersion and Kind of the template (object-count quota keys).
+	APIVersion, Kind string
+	Requirements     *workv1alpha1.ReplicaRequirements
+	// Clusters is the placement decided; Current the one in force before.
+	Clusters, Current []workv1alpha1.TargetCluster
+}
+
+// BindingQuota is a QuotaChecker that keeps an account per binding. The
+// scheduler asks it CheckPlacement instead of CheckQuota — the whole
+// placement, so that a change of requirements is accounted as well as a
+// change of replicas — and, once Schedule has committed a decision, calls
+// Placed under the same lock that serialises decisions: the next decision's
+// check sees this one's usage, so two bindings racing for the last of a
+// quota cannot both get it.
+//
+// CheckPlacement must not change state (Preview calls it too).
+type BindingQuota interface {
+	QuotaChecker
+	CheckPlacement(p Placement) error
+	Placed(p Placement)
+}
+
 // NoQuota admits everything.
 type NoQuota struct{}
 

@@ -61,3 +61,56 @@ func TestQuotaCheckerIsAskedOnlyForTheReplicasAdded(t *testing.T) {
 		t.Errorf("quota asked %v, want [2]", q.asked)
 	}
 }
+
+// accountQuota is a BindingQuota that records what it was asked and told.
+type accountQuota struct {
+	refuse  bool
+	checked []scheduler.Placement
+	placed  []scheduler.Placement
+}
+
+func (q *accountQuota) CheckQuota(string, *workv1alpha1.ReplicaRequirements, int64) error {
+	panic("a BindingQuota is asked CheckPlacement, not CheckQuota")
+}
+
+func (q *accountQuota) CheckPlacement(p scheduler.Placement) error {
+	q.checked = append(q.checked, p)
+	if q.refuse {
+		return fmt.Errorf("FederatedResourceQuota shop/q: cpu: requested %d, used 0 of 0, 0 left", len(p.Clusters))
+	}
+	return nil
+}
+
+func (q *accountQuota) Placed(p scheduler.Placement) { q.placed = append(q.placed, p) }
+
+func TestBindingQuotaIsAskedAboutTheWholePlacementAndToldOnlyWhatScheduleCommits(t *testing.T) {
+	q := &accountQuota{}
+	s := scheduler.New(scheduler.WithQuotaChecker(q))
+	snap := st.Snapshot(t, cpus("a", "10"), cpus("b", "10"))
+	in := deployment(12, equalWeights())
+	in.Current = current("a", 5, "b", 5)
+
+	if _, err := s.Preview(snap, in); err != nil {
+		t.Fatal(err)
+	}
+	if len(q.checked) != 1 || len(q.placed) != 0 {
+		t.Fatalf("Preview: checked %d, placed %d; want 1 check and nothing placed", len(q.checked), len(q.placed))
+	}
+	if _, err := s.Schedule(snap, in); err != nil {
+		t.Fatal(err)
+	}
+	if len(q.placed) != 1 {
+		t.Fatalf("Schedule placed %d times, want once", len(q.placed))
+	}
+	p := q.placed[0]
+	if p.Key != "shop/web" || p.Namespace != "shop" || p.Kind != "Deployment" || p.APIVersion != "apps/v1" ||
+		placed(p.Clusters) != "a:6 b:6" || placed(p.Current) != "a:5 b:5" || p.Requirements != in.Requirements {
+		t.Errorf("placed %+v; want shop/web Deployment from a:5 b:5 to a:6 b:6 with the input's requirements", p)
+	}
+
+	q.refuse = true
+	_, err := s.Schedule(snap, deployment(3, equalWeights()))
+	if scheduler.ReasonOf(err) != workv1alpha1.BindingReasonQuotaExceeded || len(q.placed) != 1 {
+		t.Errorf("refused: err %v, placed %d times; want QuotaExceeded and nothing more placed", err, len(q.placed))
+	}
+}

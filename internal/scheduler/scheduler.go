@@ -85,6 +85,9 @@ func (s *Scheduler) Schedule(snap *Snapshot, in Input) (*Result, error) {
 		return res, err
 	}
 	s.ledger.Commit(in.Key, d.req, s.now(), d.assignments())
+	if bq, ok := s.quota.(BindingQuota); ok {
+		bq.Placed(d.placement())
+	}
 	return res, nil
 }
 

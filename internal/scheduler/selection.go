@@ -97,10 +97,15 @@ func (d *decision) selectMembers(o *termOutcome) *Error {
 	return nil
 }
 
-// capacityOf is member i's available replicas, or unknown when it has no model.
+// capacityOf is member i's available replicas, or unknown when it has no
+// model. A held member's room is at most the replicas it holds.
 func (d *decision) capacityOf(i int, unknown int64) int64 {
-	if a := d.cycle.Available[i]; a != framework.CapacityUnknown {
-		return a
+	a := d.cycle.Available[i]
+	if a == framework.CapacityUnknown {
+		a = unknown
 	}
-	return unknown
+	if d.base[i].code == framework.Held {
+		return min(a, d.cycle.Current[d.snap.Member(i).Name])
+	}
+	return a
 }

@@ -77,7 +77,7 @@ func (d *decision) tryTerm(t *affinity.Term) *termOutcome {
 			continue
 		}
 		switch d.base[i].code {
-		case framework.Fits:
+		case framework.Fits, framework.Held:
 			o.feasible = append(o.feasible, i)
 		case framework.Insufficient:
 			short++

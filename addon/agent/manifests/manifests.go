@@ -21,6 +21,10 @@ const (
 	HubSecret = "flotilla-agent-hub"
 	// KubeconfigKey is the key of the kubeconfig in HubSecret.
 	KubeconfigKey = "kubeconfig"
+	// HubMountPath is where the agent's container mounts HubSecret; the agent
+	// reads --hub-kubeconfig=HubMountPath/KubeconfigKey and follows the file
+	// when the kubelet rewrites it (Secret rotated).
+	HubMountPath = "/etc/flotilla/hub"
 )
 
 var (
@@ -45,7 +49,7 @@ type Params struct {
 
 type values struct {
 	Params
-	Namespace, HubSecret, KubeconfigKey, Kubeconfig string
+	Namespace, HubSecret, KubeconfigKey, HubMountPath, Kubeconfig string
 }
 
 // Render returns the agent's manifests as one multi-document YAML.
@@ -53,7 +57,7 @@ func Render(p Params) ([]byte, error) {
 	if p.Image == "" || p.Member == "" {
 		return nil, fmt.Errorf("render agent manifests: image and member are required")
 	}
-	return execute(agentTemplate, values{Params: p, Namespace: clusterv1alpha1.SystemNamespace, HubSecret: HubSecret, KubeconfigKey: KubeconfigKey})
+	return execute(agentTemplate, values{Params: p, Namespace: clusterv1alpha1.SystemNamespace, HubSecret: HubSecret, KubeconfigKey: KubeconfigKey, HubMountPath: HubMountPath})
 }
 
 // RenderHubCredentials returns the manifest of the Secret holding the agent's

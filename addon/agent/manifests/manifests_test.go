@@ -27,6 +27,13 @@ func TestRenderNamesTheMemberAndMountsTheHubCredentials(t *testing.T) {
 	if v := d.Spec.Template.Spec.Volumes; len(v) != 1 || v[0].Secret == nil || v[0].Secret.SecretName != HubSecret {
 		t.Errorf("volumes %+v, want the Secret %s", v, HubSecret)
 	}
+	// The kubeconfig the agent is told to read is the one the Secret volume holds.
+	if m := c.VolumeMounts; len(m) != 1 || m[0].Name != d.Spec.Template.Spec.Volumes[0].Name || m[0].MountPath+"/"+KubeconfigKey != "/etc/flotilla/hub/kubeconfig" {
+		t.Errorf("volume mounts %+v, want the hub Secret at /etc/flotilla/hub", m)
+	}
+	if len(c.Env) != 1 || c.Env[0].Name != "POD_NAME" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef.FieldPath != "metadata.name" {
+		t.Errorf("env %+v, want POD_NAME from metadata.name (the Lease holder)", c.Env)
+	}
 }
 
 func TestRenderHubCredentialsCarriesTheKubeconfigVerbatim(t *testing.T) {

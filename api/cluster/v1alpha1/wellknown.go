@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "time"
+
 // Labels and annotations on CAPI Clusters, Namespaces and hub objects that
 // enrolment reads or writes (see docs/enrolment.md).
 const (
@@ -56,6 +58,25 @@ const (
 
 // ExecutionNamespace is the hub namespace holding member's Works.
 func ExecutionNamespace(member string) string { return ExecutionNamespacePrefix + member }
+
+// The Lease a Pull-mode member's flotilla-agent renews on the hub, Lease
+// AgentLeaseName ("flotilla-agent", see failover.go) in the namespace
+// AgentLeaseNamespace(member). The agent writes spec.leaseDurationSeconds =
+// AgentLeaseDurationSeconds and renews spec.renewTime every
+// AgentLeaseRenewInterval; the hub treats the member as unreachable once
+// renewTime + leaseDurationSeconds has passed (docs/agent.md).
+const (
+	// AgentLeaseDurationSeconds is how long a renewal vouches for the agent.
+	AgentLeaseDurationSeconds = 40
+	// AgentLeaseRenewInterval is how often the agent renews: a quarter of the
+	// duration, so that three renewals in a row may fail (a hub apiserver
+	// restart, a network blip) before the Lease expires.
+	AgentLeaseRenewInterval = AgentLeaseDurationSeconds * time.Second / 4
+)
+
+// AgentLeaseNamespace is the hub namespace of member's agent Lease: its
+// execution namespace, the only one the agent may write to.
+func AgentLeaseNamespace(member string) string { return ExecutionNamespace(member) }
 
 // HubIdentitySecretName is the Secret in the hub's SystemNamespace holding the
 // kubeconfig of the hub's scoped identity in member.

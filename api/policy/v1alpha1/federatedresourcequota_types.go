@@ -10,6 +10,8 @@ import (
 // +kubebuilder:resource:path=federatedresourcequotas,scope=Namespaced,shortName=frq,categories={flotilla}
 // +kubebuilder:printcolumn:name="Overall",type=string,JSONPath=`.status.overall`
 // +kubebuilder:printcolumn:name="Overall-Used",type=string,JSONPath=`.status.overallUsed`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // FederatedResourceQuota is one fleet-wide quota for the templates of a

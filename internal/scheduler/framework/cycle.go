@@ -42,5 +42,12 @@ type Cycle struct {
 	Available []int64
 }
 
+// Holds says whether the binding's current placement includes the named
+// member (with replicas, or without for a template that has none).
+func (c *Cycle) Holds(name string) bool {
+	_, ok := c.Current[name]
+	return ok
+}
+
 // Evicted says whether the binding is being evicted from the named member.
 func (c *Cycle) Evicted(name string) bool { return slices.Contains(c.EvictedFrom, name) }

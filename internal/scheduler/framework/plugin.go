@@ -12,6 +12,12 @@ const (
 	// Insufficient: the member would fit but lacks capacity now. When every
 	// otherwise-fitting member lacks capacity the binding is Unschedulable.
 	Insufficient
+	// Held: the binding already runs on the member, which would not be
+	// chosen anew (not Ready, cordoned, an untolerated taint): it keeps the
+	// replicas it holds there but takes no more. Moving them away is
+	// eviction's job (rate limited, after tolerationSeconds), not the
+	// scheduler's. The remaining filters still run and may reject it.
+	Held
 )
 
 // Status is a filter's verdict on one member; the zero value passes.
@@ -28,6 +34,18 @@ func Reject(reason string) Status { return Status{Code: Unfit, Reason: reason} }
 
 // Short returns an Insufficient status.
 func Short(reason string) Status { return Status{Code: Insufficient, Reason: reason} }
+
+// Hold returns a Held status.
+func Hold(reason string) Status { return Status{Code: Held, Reason: reason} }
+
+// RejectOrHold rejects a member the binding does not run on, and holds one
+// it runs on (see Held).
+func RejectOrHold(c *Cycle, m *Member, reason string) Status {
+	if c.Holds(m.Name) {
+		return Hold(reason)
+	}
+	return Reject(reason)
+}
 
 // Plugin names itself in explanations.
 type Plugin interface {

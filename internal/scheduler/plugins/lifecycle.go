@@ -27,26 +27,28 @@ func (GracefulEviction) Filter(c *framework.Cycle, m *framework.Member) framewor
 	return framework.Status{}
 }
 
-// MemberReady drops members whose Ready condition is not True.
+// MemberReady drops members whose Ready condition is not True; a member the
+// binding already runs on keeps its replicas there (framework.Held).
 type MemberReady struct{}
 
 func (MemberReady) Name() string { return "MemberReady" }
 
-func (MemberReady) Filter(_ *framework.Cycle, m *framework.Member) framework.Status {
+func (MemberReady) Filter(c *framework.Cycle, m *framework.Member) framework.Status {
 	if m.NotReadyReason != "" {
-		return framework.Reject(m.NotReadyReason)
+		return framework.RejectOrHold(c, m, m.NotReadyReason)
 	}
 	return framework.Status{}
 }
 
-// Cordon drops members marked spec.unschedulable.
+// Cordon drops members marked spec.unschedulable; a member the binding
+// already runs on keeps its replicas there (framework.Held).
 type Cordon struct{}
 
 func (Cordon) Name() string { return "Cordon" }
 
-func (Cordon) Filter(_ *framework.Cycle, m *framework.Member) framework.Status {
+func (Cordon) Filter(c *framework.Cycle, m *framework.Member) framework.Status {
 	if m.Unschedulable {
-		return framework.Reject("member is cordoned (spec.unschedulable)")
+		return framework.RejectOrHold(c, m, "member is cordoned (spec.unschedulable)")
 	}
 	return framework.Status{}
 }

@@ -168,6 +168,16 @@ func TestSchemaRejectsInvalidPolicies(t *testing.T) {
 			want: rejection{"spec.overall.cpu", "should match"},
 		},
 		{
+			name: "negative static assignment quantity",
+			yaml: frqWith(`{overall: {cpu: "10"}, staticAssignments: [{clusterName: m1, hard: {cpu: "-1"}}]}`),
+			want: rejection{"spec.staticAssignments[0].hard[cpu]", "must not be negative"},
+		},
+		{
+			name: "unparsable static assignment quantity",
+			yaml: frqWith(`{overall: {cpu: "10"}, staticAssignments: [{clusterName: m1, hard: {cpu: "a lot"}}]}`),
+			want: rejection{"spec.staticAssignments[0].hard.cpu", "should match"},
+		},
+		{
 			name: "empty overall",
 			yaml: frqWith(`{overall: {}}`),
 			want: rejection{"spec.overall", "should have at least 1 properties"},

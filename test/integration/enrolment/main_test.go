@@ -3,7 +3,8 @@
 // CRDs, and a second envtest apiserver with its own kube-controller-manager
 // (token controller only) stands in for every member. No CAPI controller
 // runs: the tests write Clusters, their status and kubeconfig Secrets as
-// Cluster API would, and run the EnrolmentReconciler in-process.
+// Cluster API would, and run the EnrolmentReconciler (and the member health
+// controller) in-process.
 package enrolment_test
 
 import (
@@ -31,6 +32,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/flotilla-io/flotilla/controllers/enrolment"
+	"github.com/flotilla-io/flotilla/controllers/health"
 	"github.com/flotilla-io/flotilla/test/testenv"
 )
 
@@ -178,6 +180,10 @@ func startManager(ctx context.Context) error {
 		HubAPIServer: hub.Config.Host, HubCAData: hub.Config.CAData,
 	}}
 	if err := r.SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
+		return err
+	}
+	// Member health (Reachable, ControlPlaneAvailable, Ready) is its own controller's.
+	if err := (&health.Reconciler{}).SetupWithManager(mgr, controller.Options{}); err != nil {
 		return err
 	}
 	go func() {

@@ -99,7 +99,9 @@ func TestExplainShowsThePlacementAndWhyMembersWereDropped(t *testing.T) {
 	member(t, "ex-a", "r8", "64", 1)
 	member(t, "ex-b", "r8", "64", 1)
 	b := binding(t, "explained", 3, staticWeights(map[string]int64{"ex-a": 1, "ex-b": 1, "ex-missing": 1}))
-	waitFor(t, b, "placed", func(b *workv1alpha1.ResourceBinding) bool { return placement(b) == "ex-a:2,ex-b:1" || placement(b) == "ex-a:1,ex-b:2" })
+	waitFor(t, b, "placed", func(b *workv1alpha1.ResourceBinding) bool {
+		return placement(b) == "ex-a:2,ex-b:1" || placement(b) == "ex-a:1,ex-b:2"
+	})
 	out := runCLI(t, "explain", "deployment/explained", "-n", "default")
 	for _, want := range []string{"Scheduled:  True (Success)", "Placement:  ex-a:", "Strategy:   Divided/StaticWeighted", "MEMBER", "ex-a", "ex-b"} {
 		if !strings.Contains(out, want) {

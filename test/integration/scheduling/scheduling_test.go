@@ -110,7 +110,7 @@ func scheduled(b *workv1alpha1.ResourceBinding) *metav1.Condition {
 	return conditions.Get(b, workv1alpha1.ConditionScheduled)
 }
 
-func TestStaticWeightsDivideAndMoveOffAnUntoleratedTaint(t *testing.T) {
+func TestStaticWeightsDivideAndMoveOffAnUntoleratedTaintOnlyWhenEvicted(t *testing.T) {
 	m1 := member(t, "sw-a", "r0", "64", 1)
 	member(t, "sw-b", "r0", "64", 1)
 	b := binding(t, "web", 6, staticWeights(map[string]int64{"sw-a": 2, "sw-b": 1}))
@@ -124,21 +124,43 @@ func TestStaticWeightsDivideAndMoveOffAnUntoleratedTaint(t *testing.T) {
 		t.Errorf("decision not recorded: %+v, observed generation %d of %d", got.Status.SchedulingDecision, got.Status.SchedulerObservedGeneration, got.Generation)
 	}
 
-	// A NoExecute taint on sw-a moves its replicas to sw-b.
+	// A NoExecute taint on sw-a: the scheduler keeps its replicas there (the
+	// taint manager evicts, at its rate) and says why it takes no more.
 	patch := client.MergeFrom(m1.DeepCopy())
 	m1.Spec.Taints = []corev1.Taint{{Key: clusterv1alpha1.TaintNotReady, Effect: corev1.TaintEffectNoExecute}}
 	if err := env.Client.Patch(context.Background(), m1, patch); err != nil {
 		t.Fatal(err)
 	}
-	got = waitFor(t, b, "placement sw-b:6", func(b *workv1alpha1.ResourceBinding) bool { return placement(b) == "sw-b:6" })
-	var row *workv1alpha1.MemberDecision
-	for i := range got.Status.SchedulingDecision.Members {
-		if got.Status.SchedulingDecision.Members[i].Name == "sw-a" {
-			row = &got.Status.SchedulingDecision.Members[i]
+	row := func(b *workv1alpha1.ResourceBinding) *workv1alpha1.MemberDecision {
+		if b.Status.SchedulingDecision == nil {
+			return nil
 		}
+		for i := range b.Status.SchedulingDecision.Members {
+			if b.Status.SchedulingDecision.Members[i].Name == "sw-a" {
+				return &b.Status.SchedulingDecision.Members[i]
+			}
+		}
+		return nil
 	}
-	if row == nil || row.FilteredBy == "" || !strings.Contains(row.Reason, "untolerated taint "+clusterv1alpha1.TaintNotReady+":NoExecute") {
-		t.Errorf("sw-a's row should say which taint filtered it: %+v", row)
+	got = waitFor(t, b, "sw-a held", func(b *workv1alpha1.ResourceBinding) bool {
+		r := row(b)
+		return r != nil && strings.Contains(r.Reason, "untolerated taint "+clusterv1alpha1.TaintNotReady+":NoExecute")
+	})
+	if placement(got) != "sw-a:4,sw-b:2" || !strings.HasPrefix(row(got).Reason, "keeps the replicas it holds") {
+		t.Errorf("a NoExecute taint alone must not move replicas: %s, row %+v", placement(got), row(got))
+	}
+
+	// Evicted as the taint manager does: sw-a leaves spec.clusters and is
+	// named in a graceful eviction task; its replicas move to sw-b.
+	evict := client.MergeFrom(got.DeepCopy())
+	got.Spec.Clusters = []workv1alpha1.TargetCluster{{Name: "sw-b", Replicas: 2}}
+	got.Spec.GracefulEvictionTasks = []workv1alpha1.GracefulEvictionTask{{FromCluster: "sw-a", Reason: workv1alpha1.EvictionReasonTaintUntolerated, Producer: "test"}}
+	if err := env.Client.Patch(context.Background(), got, evict); err != nil {
+		t.Fatal(err)
+	}
+	got = waitFor(t, b, "placement sw-b:6", func(b *workv1alpha1.ResourceBinding) bool { return placement(b) == "sw-b:6" })
+	if r := row(got); r == nil || r.FilteredBy == "" {
+		t.Errorf("sw-a's row should say what filtered it: %+v", r)
 	}
 }
 

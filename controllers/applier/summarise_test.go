@@ -1,4 +1,4 @@
-package execution
+package applier
 
 import (
 	"testing"
@@ -19,13 +19,13 @@ func id(kind, name string) workv1alpha1.ResourceIdentifier {
 
 func TestSummariseTakesTheFirstFailuresReasonAndListsEveryFailure(t *testing.T) {
 	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
-	healthy := summarise(w, []result{
+	healthy, applied := summarise(w, []result{
 		{status: workv1alpha1.ManifestStatus{Identifier: id("Deployment", "ok"), Applied: true, Health: workv1alpha1.ResourceHealthy}},
 		{status: workv1alpha1.ManifestStatus{Identifier: id("Widget", "w"), Message: "the member does not serve apps/v1, Kind=Widget"}, reason: workv1alpha1.WorkReasonAPINotEnabled},
 		{status: workv1alpha1.ManifestStatus{Identifier: id("Deployment", "taken"), Message: ConflictMessage}, reason: workv1alpha1.WorkReasonConflict},
 	})
-	if healthy {
-		t.Error("summarise = true with manifests not applied")
+	if healthy || applied {
+		t.Errorf("summarise = healthy %v, applied %v with manifests not applied; want false, false", healthy, applied)
 	}
 	want := []metav1.Condition{
 		{Type: "Applied", Status: "False", Reason: "APINotEnabled", ObservedGeneration: 2,
@@ -42,10 +42,11 @@ func TestSummariseTakesTheFirstFailuresReasonAndListsEveryFailure(t *testing.T) 
 
 func TestSummariseIsAvailableOnlyWhenEveryObjectIsHealthy(t *testing.T) {
 	w := &workv1alpha1.Work{}
-	if summarise(w, []result{
+	healthy, applied := summarise(w, []result{
 		{status: workv1alpha1.ManifestStatus{Identifier: id("Deployment", "web"), Applied: true, Health: workv1alpha1.ResourceUnhealthy, Message: "readyReplicas 1 of 3"}},
-	}) {
-		t.Error("summarise = true with an unhealthy object")
+	})
+	if healthy || !applied {
+		t.Errorf("summarise = healthy %v, applied %v with an unhealthy applied object; want false, true", healthy, applied)
 	}
 	want := []metav1.Condition{
 		{Type: "Applied", Status: "True", Reason: "Applied", Message: "applied 1 manifest"},

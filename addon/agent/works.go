@@ -1,0 +1,99 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"sigs.k8s.io/cluster-api/util/finalizers"
+	"sigs.k8s.io/cluster-api/util/patch"
+
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/applier"
+)
+
+// workReconciler applies the Works of the agent's execution namespace to
+// its member with the applier Push execution uses, and writes their status
+// back to the hub. It owns the execution finalizer of its member's Works.
+type workReconciler struct {
+	// hub reads Works from the agent's cache and writes them to the hub.
+	hub     client.Client
+	member  string
+	applier *applier.Applier
+	applied *appliedWorks
+	mode    *syncModeGate
+	clock   clock.PassiveClock
+}
+
+func (r *workReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	w := &workv1alpha1.Work{}
+	if err := r.hub.Get(ctx, req.NamespacedName, w); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			r.applied.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	pull, err := r.mode.pull(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !pull {
+		// The hub applies the member's Works in Push mode; look again later
+		// in case the member switches back.
+		r.applied.forget(req.NamespacedName)
+		return ctrl.Result{RequeueAfter: r.applier.ResyncHealthy}, nil
+	}
+
+	if w.DeletionTimestamp.IsZero() {
+		if _, err := finalizers.EnsureFinalizer(ctx, r.hub, w, workv1alpha1.ExecutionFinalizer); err != nil {
+			return ctrl.Result{}, err
+		}
+	} else if !controllerutil.ContainsFinalizer(w, workv1alpha1.ExecutionFinalizer) {
+		return ctrl.Result{}, nil // nothing of the agent's to remove
+	}
+	helper, err := patch.NewHelper(w, r.hub)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		// When the hub is down this fails and the Work is retried with
+		// backoff; what was applied stays, and is not applied again.
+		if err := helper.Patch(ctx, w, patch.WithOwnedConditions{Conditions: applier.OwnedConditions}); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patch Work %s: %w", req.NamespacedName, err)})
+		}
+	}()
+
+	if !w.DeletionTimestamp.IsZero() {
+		if err := r.applier.Withdraw(ctx, r.member, w); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.applied.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	out, err := r.execute(ctx, w)
+	return ctrl.Result{RequeueAfter: out.RequeueAfter}, err
+}
+
+// execute applies a Work the member does not hold yet; one it holds is only
+// read back, unless an object went missing meanwhile.
+func (r *workReconciler) execute(ctx context.Context, w *workv1alpha1.Work) (applier.Outcome, error) {
+	now := r.clock.Now()
+	if fresh := r.applied.freshFor(w, now); fresh > 0 {
+		out, err := r.applier.Refresh(ctx, r.member, w)
+		if err != nil || out.InSync {
+			if out.RequeueAfter > fresh {
+				out.RequeueAfter = fresh // drift repair comes first
+			}
+			return out, err
+		}
+		ctrl.LoggerFrom(ctx).Info("An object of the Work changed in the member; applying the Work again")
+	}
+	out, err := r.applier.Apply(ctx, r.member, w)
+	r.applied.record(w, now, err == nil && out.InSync)
+	return out, err
+}

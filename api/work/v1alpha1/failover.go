@@ -1,0 +1,34 @@
+package v1alpha1
+
+// Failover on bindings: eviction from NoExecute-tainted members, graceful
+// eviction tasks, failback (see docs/failover.md).
+const (
+	// ConditionEvictionThrottled is True while an eviction the binding is due
+	// waits because storm protection slowed or stopped evictions; False (or
+	// absent) otherwise.
+	ConditionEvictionThrottled = "EvictionThrottled"
+
+	// EvictionThrottledReason: more than the threshold share of members is
+	// unhealthy, so evictions go at the secondary rate, or not at all.
+	EvictionThrottledReason = "EvictionThrottled"
+	// EvictionNotThrottledReason: evictions go at the normal rate.
+	EvictionNotThrottledReason = "NotThrottled"
+
+	// EvictionReasonTaintUntolerated is the reason of a graceful eviction task
+	// created because the member has a NoExecute taint the binding does not
+	// tolerate (or no longer tolerates: its tolerationSeconds passed).
+	EvictionReasonTaintUntolerated = "TaintUntolerated"
+	// EvictionProducerTaintManager is the producer of those tasks.
+	EvictionProducerTaintManager = "flotilla-taint-manager"
+
+	// EvictedEvent is the event reason on a binding evicted from a member;
+	// PurgedEvent the reason when its copy there is released (task removed).
+	EvictedEvent = "Evicted"
+	PurgedEvent  = "EvictionTaskRemoved"
+
+	// FailbackAnnotation on a binding lists, comma-separated, the members it
+	// was evicted from under a policy with failover.cluster.failback: when
+	// such a member recovers, the binding is rebalanced and the member's name
+	// removed from the list.
+	FailbackAnnotation = "failover.flotilla.io/failback-from"
+)

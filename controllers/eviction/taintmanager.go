@@ -1,0 +1,314 @@
+// Package eviction is the taint manager: a binding placed on a member with a
+// NoExecute taint it does not tolerate (or no longer tolerates: its
+// tolerationSeconds, counted from the taint's timeAdded, have passed) is
+// evicted from the member — the member leaves spec.clusters and a graceful
+// eviction task keeps its copy as the binding's failover.cluster.purgeMode
+// says, so that the scheduler places the evicted replicas on other members.
+// Evictions go one binding at a time through a pacing.Queue at the eviction
+// rate, slowed or stopped during a storm (Storm): bindings waiting then carry
+// the EvictionThrottled condition, and the unhealthy members an event.
+package eviction
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/patch"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/binding"
+	"github.com/flotilla-io/flotilla/controllers/pacing"
+	"github.com/flotilla-io/flotilla/internal/eviction"
+)
+
+// +kubebuilder:rbac:groups=work.flotilla.io,resources=resourcebindings;clusterresourcebindings,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=work.flotilla.io,resources=resourcebindings/status;clusterresourcebindings/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=cluster.flotilla.io,resources=memberclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// PlacedOnIndex indexes bindings by the members of their spec.clusters.
+const PlacedOnIndex = "flotilla.io/placed-on"
+
+// TaintManager evicts bindings from members with untolerated NoExecute taints.
+type TaintManager struct {
+	Client client.Client
+	// APIReader reads a binding fresh just before it is evicted.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	// Queue paces evictions; its Due, Act and Mark are set by SetupWithManager.
+	Queue *pacing.Queue
+	// GracePeriod is the gracePeriodSeconds written into eviction tasks
+	// (--graceful-eviction-timeout).
+	GracePeriod time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// SetupWithManager registers one controller per binding kind and the queue.
+func (t *TaintManager) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+	if t.Client == nil {
+		t.Client = mgr.GetClient()
+	}
+	if t.APIReader == nil {
+		t.APIReader = mgr.GetAPIReader()
+	}
+	if t.Recorder == nil {
+		t.Recorder = mgr.GetEventRecorder("flotilla-taint-manager")
+	}
+	if t.Now == nil {
+		t.Now = time.Now
+	}
+	t.Queue.Name = "eviction"
+	t.Queue.Due, t.Queue.Act, t.Queue.Mark = t.due, t.evict, t.markThrottled
+	if err := mgr.Add(t.Queue); err != nil {
+		return err
+	}
+	for _, kind := range []string{binding.KindResourceBinding, binding.KindClusterResourceBinding} {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, binding.NewBinding(kind), PlacedOnIndex, placedOn); err != nil {
+			return fmt.Errorf("index %s by member: %w", kind, err)
+		}
+		kind := kind
+		err := ctrl.NewControllerManagedBy(mgr).
+			Named("taint-manager-"+strings.ToLower(kind)).
+			For(binding.NewBinding(kind), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			Watches(&clusterv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(t.bindingsOn(kind)),
+				builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			WithOptions(options).
+			Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+				return t.Reconcile(ctx, kind, req)
+			}))
+		if err != nil {
+			return fmt.Errorf("taint manager for %s: %w", kind, err)
+		}
+	}
+	return nil
+}
+
+func placedOn(o client.Object) []string {
+	b, ok := o.(workv1alpha1.Binding)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, c := range b.BindingSpec().Clusters {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// Reconcile queues a binding whose eviction from some member is due, and
+// comes back when the next toleration runs out.
+func (t *TaintManager) Reconcile(ctx context.Context, kind string, req ctrl.Request) (ctrl.Result, error) {
+	b := binding.NewBinding(kind)
+	if err := t.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !b.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, nil
+	}
+	now := t.Now()
+	dues, err := t.duesOf(ctx, b)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var next time.Time
+	for _, d := range dues {
+		if !d.At.After(now) {
+			t.Queue.Add(pacing.Key{Kind: kind, Namespace: req.Namespace, Name: req.Name})
+			return ctrl.Result{}, nil
+		}
+		if next.IsZero() || d.At.Before(next) {
+			next = d.At
+		}
+	}
+	if !next.IsZero() {
+		return ctrl.Result{RequeueAfter: next.Sub(now) + 50*time.Millisecond}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// memberDue is when a binding must leave one member.
+type memberDue struct {
+	member string
+	eviction.Due
+}
+
+// duesOf lists the members of spec.clusters the binding must leave, and when.
+func (t *TaintManager) duesOf(ctx context.Context, b workv1alpha1.Binding) ([]memberDue, error) {
+	spec := b.BindingSpec()
+	var tolerations []corev1.Toleration
+	if spec.Placement != nil {
+		tolerations = spec.Placement.ClusterTolerations
+	}
+	var out []memberDue
+	for _, c := range spec.Clusters {
+		m := &clusterv1alpha1.MemberCluster{}
+		if err := t.Client.Get(ctx, client.ObjectKey{Name: c.Name}, m); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("read member %s: %w", c.Name, err)
+		}
+		if d, ok := eviction.DueOf(tolerations, m.Spec.Taints); ok {
+			out = append(out, memberDue{member: c.Name, Due: d})
+		}
+	}
+	return out, nil
+}
+
+// due is the queue's last check before a slot is taken.
+func (t *TaintManager) due(ctx context.Context, k pacing.Key) (bool, error) {
+	b := binding.NewBinding(k.Kind)
+	if err := t.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, b); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	dues, err := t.duesOf(ctx, b)
+	if err != nil {
+		return false, err
+	}
+	now := t.Now()
+	return slices.ContainsFunc(dues, func(d memberDue) bool { return !d.At.After(now) }), nil
+}
+
+// evict takes the binding off every member it is due to leave now, in one
+// write with an optimistic lock, read fresh from the API server.
+func (t *TaintManager) evict(ctx context.Context, k pacing.Key) error {
+	for attempt := 0; ; attempt++ {
+		err := t.evictOnce(ctx, k)
+		if !apierrors.IsConflict(err) || attempt == 3 {
+			return err
+		}
+	}
+}
+
+func (t *TaintManager) evictOnce(ctx context.Context, k pacing.Key) error {
+	b := binding.NewBinding(k.Kind)
+	if err := t.APIReader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, b); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !b.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	dues, err := t.duesOf(ctx, b)
+	if err != nil {
+		return err
+	}
+	now := t.Now()
+	before := b.DeepCopyObject().(client.Object)
+	spec := b.BindingSpec()
+	var evicted []memberDue
+	for _, d := range dues {
+		if d.At.After(now) || !eviction.Evict(spec, d.member, d.Due, t.GracePeriod, now) {
+			continue
+		}
+		evicted = append(evicted, d)
+		if eviction.FailbackOf(spec.Failover) {
+			addFailback(b, d.member)
+		}
+	}
+	if len(evicted) == 0 {
+		return nil
+	}
+	if err := t.Client.Patch(ctx, b, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("evict %s: %w", k, err)
+	}
+	mode := eviction.PurgeModeOf(spec.Failover)
+	for _, d := range evicted {
+		t.Recorder.Eventf(b, nil, corev1.EventTypeNormal, workv1alpha1.EvictedEvent, "Evict",
+			"Evicted from member %s (purge mode %s): %s", d.member, mode, taskMessage(spec, d.member))
+		ctrl.LoggerFrom(ctx).V(1).Info("Evicted", "binding", k.String(), "member", d.member, "purgeMode", mode)
+	}
+	return nil
+}
+
+func taskMessage(spec *workv1alpha1.ResourceBindingSpec, member string) string {
+	for _, task := range spec.GracefulEvictionTasks {
+		if task.FromCluster == member {
+			return task.Message
+		}
+	}
+	return ""
+}
+
+// addFailback records member in the binding's FailbackAnnotation.
+func addFailback(b client.Object, member string) {
+	a := b.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	var list []string
+	if v := a[workv1alpha1.FailbackAnnotation]; v != "" {
+		list = strings.Split(v, ",")
+	}
+	if !slices.Contains(list, member) {
+		list = append(list, member)
+	}
+	slices.Sort(list)
+	a[workv1alpha1.FailbackAnnotation] = strings.Join(list, ",")
+	b.SetAnnotations(a)
+}
+
+// markThrottled writes the EvictionThrottled condition of a waiting binding.
+func (t *TaintManager) markThrottled(ctx context.Context, k pacing.Key, throttled bool, why string) error {
+	b := binding.NewBinding(k.Kind)
+	if err := t.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, b); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	helper, err := patch.NewHelper(b, t.Client)
+	if err != nil {
+		return err
+	}
+	c := metav1.Condition{Type: workv1alpha1.ConditionEvictionThrottled, Status: metav1.ConditionFalse, Reason: workv1alpha1.EvictionNotThrottledReason, Message: why}
+	if throttled {
+		c.Status, c.Reason = metav1.ConditionTrue, workv1alpha1.EvictionThrottledReason
+		c.Message = "an eviction is due and waits: " + why
+	}
+	conditions.Set(b, c)
+	if err := helper.Patch(ctx, b, patch.WithOwnedConditions{Conditions: []string{workv1alpha1.ConditionEvictionThrottled}}); err != nil {
+		return fmt.Errorf("write EvictionThrottled of %s: %w", k, err)
+	}
+	return nil
+}
+
+// bindingsOn maps a member to the bindings placed on it.
+func (t *TaintManager) bindingsOn(kind string) handler.MapFunc {
+	return func(ctx context.Context, m client.Object) []reconcile.Request {
+		var list client.ObjectList = &workv1alpha1.ResourceBindingList{}
+		if kind == binding.KindClusterResourceBinding {
+			list = &workv1alpha1.ClusterResourceBindingList{}
+		}
+		if err := t.Client.List(ctx, list, client.MatchingFields{PlacedOnIndex: m.GetName()}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "List bindings placed on a member", "member", m.GetName())
+			return nil
+		}
+		var out []reconcile.Request
+		switch l := list.(type) {
+		case *workv1alpha1.ResourceBindingList:
+			for i := range l.Items {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])})
+			}
+		case *workv1alpha1.ClusterResourceBindingList:
+			for i := range l.Items {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])})
+			}
+		}
+		return out
+	}
+}

@@ -1,0 +1,77 @@
+package eviction
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+)
+
+// PurgeModeOf is the binding's failover.cluster.purgeMode, Gracefully by default.
+func PurgeModeOf(f *policyv1alpha1.FailoverBehavior) policyv1alpha1.PurgeMode {
+	if f != nil && f.Cluster != nil && f.Cluster.PurgeMode != "" {
+		return f.Cluster.PurgeMode
+	}
+	return policyv1alpha1.PurgeModeGracefully
+}
+
+// FailbackOf is the binding's failover.cluster.failback, off by default.
+func FailbackOf(f *policyv1alpha1.FailoverBehavior) bool {
+	return f != nil && f.Cluster != nil && ptr.Deref(f.Cluster.Failback, false)
+}
+
+// Evict takes member out of spec.clusters and records a graceful eviction
+// task for it: the purge mode from the binding's failover policy (Never sets
+// suppressDeletion), grace as gracePeriodSeconds, the placement before the
+// eviction. It reports false, changing nothing, when member is not in
+// spec.clusters. A task already held for member is replaced.
+func Evict(spec *workv1alpha1.ResourceBindingSpec, member string, due Due, grace time.Duration, now time.Time) bool {
+	i := slices.IndexFunc(spec.Clusters, func(c workv1alpha1.TargetCluster) bool { return c.Name == member })
+	if i < 0 {
+		return false
+	}
+	before := make([]string, 0, len(spec.Clusters))
+	for _, c := range spec.Clusters {
+		before = append(before, c.Name)
+	}
+	mode := PurgeModeOf(spec.Failover)
+	task := workv1alpha1.GracefulEvictionTask{
+		FromCluster:            member,
+		PurgeMode:              mode,
+		Replicas:               ptr.To(spec.Clusters[i].Replicas),
+		Reason:                 workv1alpha1.EvictionReasonTaintUntolerated,
+		Message:                messageOf(due),
+		Producer:               workv1alpha1.EvictionProducerTaintManager,
+		GracePeriodSeconds:     ptr.To(int32(grace / time.Second)),
+		CreationTimestamp:      ptr.To(metav1.NewTime(now)),
+		ClustersBeforeFailover: before,
+	}
+	if mode == policyv1alpha1.Never {
+		task.SuppressDeletion = ptr.To(true)
+	}
+	spec.Clusters = slices.Delete(spec.Clusters, i, i+1)
+	spec.GracefulEvictionTasks = slices.DeleteFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.FromCluster == member })
+	spec.GracefulEvictionTasks = append(spec.GracefulEvictionTasks, task)
+	return true
+}
+
+func messageOf(due Due) string {
+	if due.Tolerated {
+		return fmt.Sprintf("taint %s: tolerationSeconds passed", due.Taint.ToString())
+	}
+	return fmt.Sprintf("taint %s is not tolerated", due.Taint.ToString())
+}
+
+// PurgingDirectly says whether a task of purge mode Directly is still held:
+// the scheduler does not place the binding until the evicted copy is gone
+// and controllers/gracefuleviction has removed the task.
+func PurgingDirectly(spec *workv1alpha1.ResourceBindingSpec) bool {
+	return slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool {
+		return t.PurgeMode == policyv1alpha1.PurgeModeDirectly
+	})
+}
