@@ -76,9 +76,17 @@ func TestLabelledClusterBecomesEnrolledMember(t *testing.T) {
 	if _, ok := m.Labels["unrelated.example/label"]; ok {
 		t.Errorf("member has the Cluster's unrelated label: %v", m.Labels)
 	}
-	if r := meta(m.Status.Conditions, clusterv1alpha1.ConditionReady); r == nil || r.Status != metav1.ConditionTrue || r.Reason != clusterv1alpha1.ReadyReason {
-		t.Errorf("Ready = %+v, want True/Ready", r)
-	}
+	// Ready is the health controller's, which follows Enrolled on its own.
+	eventually(t, "alpha Ready", func() error {
+		got := &clusterv1alpha1.MemberCluster{}
+		if err := hub.Client.Get(ctx(), client.ObjectKeyFromObject(m), got); err != nil {
+			return err
+		}
+		if r := meta(got.Status.Conditions, clusterv1alpha1.ConditionReady); r == nil || r.Status != metav1.ConditionTrue || r.Reason != clusterv1alpha1.ReadyReason {
+			return fmt.Errorf("Ready = %+v, want True/Ready", r)
+		}
+		return nil
+	})
 	if m.Status.KubernetesVersion == "" || m.Status.LastHeartbeatTime == nil {
 		t.Errorf("kubernetesVersion %q, lastHeartbeatTime %v; want both set", m.Status.KubernetesVersion, m.Status.LastHeartbeatTime)
 	}
