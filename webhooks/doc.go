@@ -11,5 +11,8 @@ func SetupWithManager(mgr ctrl.Manager) error {
 	if err := (&FederatedResourceQuota{}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := (&InertNamespace{}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	return (&WorkloadQuota{}).SetupWithManager(mgr)
 }
