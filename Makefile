@@ -103,9 +103,9 @@ test-e2e-kind: ## Ginkgo e2e specs on a kind management cluster with CAPD member
 	E2E_BACKEND=kind go test $(GO_TEST_FLAGS) -timeout $(E2E_KIND_TIMEOUT) -v ./e2e/ -ginkgo.v -ginkgo.no-color 2>&1 | bash hack/summarize-tests.sh
 
 .PHONY: test
-test: test-bins build vet verify-generate ## Everything CI runs: vet, generated-files check, unit, integration and e2e tests.
+test: test-bins build vet verify-generate ## Everything CI runs: vet, generated-files check, unit, integration and e2e tests (all but the specs labelled slow; make test-e2e runs those too).
 	@{ go test $(GO_TEST_FLAGS) -v $(PKGS_UNIT) $(PKGS_INTEGRATION); unit=$$?; \
-	   go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) -v ./e2e/ -ginkgo.v -ginkgo.no-color; e2e=$$?; \
+	   go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) -v ./e2e/ -ginkgo.v -ginkgo.no-color -ginkgo.label-filter='!slow'; e2e=$$?; \
 	   E2E_BACKEND=kind go test $(GO_TEST_FLAGS) -v ./e2e/ -ginkgo.v -ginkgo.no-color; kind=$$?; \
 	   exit $$((unit | e2e | kind)); } 2>&1 | bash hack/summarize-tests.sh
 

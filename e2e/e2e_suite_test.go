@@ -78,3 +78,8 @@ const timeUnit = time.Minute
 func eventually(ctx context.Context, f any) AsyncAssertion {
 	return Eventually(ctx, f).WithPolling(time.Second)
 }
+
+// slowLabel marks specs that take minutes of waiting by design (a hub
+// outage, long tolerations, measurements). `make test` leaves them out to
+// stay within CI's time budget; `make test-e2e` runs every spec.
+const slowLabel = "slow"

@@ -340,7 +340,7 @@ var _ = Describe("Failover", Ordered, func() {
 			untainted.Round(100*time.Millisecond), time.Since(restarted).Round(100*time.Millisecond)))
 	}, SpecTimeout(15*time.Minute))
 
-	It("evicts on a manual NoExecute taint: Gracefully deletes the old copy after the new one is Ready, Directly before placing it, and a 60 s toleration waits 60 s", func(ctx SpecContext) {
+	It("evicts on a manual NoExecute taint: Gracefully deletes the old copy after the new one is Ready, Directly before placing it, and a 60 s toleration waits 60 s", Label(slowLabel), func(ctx SpecContext) {
 		federatedNamespace(ctx, "failover-purge")
 		Expect(theFleet.Apply(ctx, []byte(
 			failoverWorkload("failover-purge", "grace-web", 4, 1, 1, "{cluster: {purgeMode: Gracefully}}", "")+"---"+
@@ -397,7 +397,7 @@ var _ = Describe("Failover", Ordered, func() {
 		AddReportEntry("toleration of 60 s", fmt.Sprintf("evicted %s after the taint's timeAdded", tolEvicted.Sub(added).Round(100*time.Millisecond)))
 	}, SpecTimeout(8*time.Minute))
 
-	It("drains a member whose CAPI Cluster is deleted to the other member before the member goes, holding its Machines meanwhile", func(ctx SpecContext) {
+	It("drains a member whose CAPI Cluster is deleted to the other member before the member goes, holding its Machines meanwhile", Label(slowLabel), func(ctx SpecContext) {
 		federatedNamespace(ctx, "failover-drain")
 		Expect(theFleet.Apply(ctx, []byte(failoverWorkload("failover-drain", "drain-web", 4, 1, 1, "{cluster: {purgeMode: Gracefully}}", "")))).To(Succeed())
 		_, err := theFleet.WaitWorkloadReady(ctx, "failover-drain", "Deployment", "drain-web", 3*timeUnit)

@@ -169,7 +169,7 @@ var _ = Describe("Pull mode", Ordered, func() {
 		}
 	}, SpecTimeout(2*timeUnit))
 
-	It("keeps the member's workloads through a minute without the hub apiserver, reconnects, and applies a change made when the hub is back", func(ctx SpecContext) {
+	It("keeps the member's workloads through a minute without the hub apiserver, reconnects, and applies a change made when the hub is back", Label(slowLabel), func(ctx SpecContext) {
 		m1 := theFleet.Member("member1")
 		federatedNamespace(ctx, "pull-outage")
 		Expect(theFleet.Apply(ctx, []byte(outageWorkload("before")))).To(Succeed())
@@ -259,7 +259,7 @@ var _ = Describe("Pull mode", Ordered, func() {
 		}).WithTimeout(2 * timeUnit).Should(Succeed())
 	}, SpecTimeout(12*timeUnit))
 
-	It("measures the agent's resident memory and CPU, idle and while applying 100 Works", func(ctx SpecContext) {
+	It("measures the agent's resident memory and CPU, idle and while applying 100 Works", Label(slowLabel), func(ctx SpecContext) {
 		pid := theFleet.Processes()[agentProcess]
 		Expect(pid).NotTo(BeZero())
 		idle := sampleProcess(ctx, pid, 30*time.Second, nil)
