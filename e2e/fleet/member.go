@@ -129,7 +129,14 @@ func (m *Member) start(ctx context.Context) error {
 	if err := m.createNodes(ctx); err != nil {
 		return fmt.Errorf("member %s: %w", m.Spec.Name, err)
 	}
-	return waitFor(ctx, "nodes of member "+m.Spec.Name+" Ready", 2*time.Minute, m.allNodesReady, m.kwok, m.kcm)
+	if err := waitFor(ctx, "nodes of member "+m.Spec.Name+" Ready", 2*time.Minute, m.allNodesReady, m.kwok, m.kcm); err != nil {
+		return err
+	}
+	// Pods are admitted only once kube-controller-manager has created the
+	// namespace's default ServiceAccount: a member is ready for workloads then.
+	return waitFor(ctx, "default ServiceAccount of member "+m.Spec.Name, time.Minute, func(ctx context.Context) error {
+		return m.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "default"}, &corev1.ServiceAccount{})
+	}, m.kcm)
 }
 
 func (m *Member) createNodes(ctx context.Context) error {
