@@ -115,7 +115,11 @@ func TestStaticWeightsDivideAndMoveOffAnUntoleratedTaintOnlyWhenEvicted(t *testi
 	member(t, "sw-b", "r0", "64", 1)
 	b := binding(t, "web", 6, staticWeights(map[string]int64{"sw-a": 2, "sw-b": 1}))
 
-	got := waitFor(t, b, "placement sw-a:4,sw-b:2", func(b *workv1alpha1.ResourceBinding) bool { return placement(b) == "sw-a:4,sw-b:2" })
+	// Writing spec.clusters bumps the generation; the scheduler observes it
+	// on its next pass, so the placement is read once it has.
+	got := waitFor(t, b, "placement sw-a:4,sw-b:2 observed", func(b *workv1alpha1.ResourceBinding) bool {
+		return placement(b) == "sw-a:4,sw-b:2" && b.Status.SchedulerObservedGeneration == b.Generation
+	})
 	cond := scheduled(got)
 	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != workv1alpha1.BindingReasonSuccess || cond.Message != "placed on sw-a:4, sw-b:2" {
 		t.Errorf("Scheduled condition: %+v", cond)
