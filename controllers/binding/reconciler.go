@@ -14,6 +14,12 @@
 //     (internal/envelope) is replaced in the Work by the objects it carries,
 //     after overrides are applied to the ConfigMap itself (so a
 //     fieldOverrider can customise an embedded manifest per member).
+//   - Tenancy: what a ResourceBinding renders is confined to its namespace
+//     (internal/tenancy): an object that is cluster-scoped, of a kind the
+//     hub does not serve, in another namespace, or a template or dependency
+//     whose identity an override changed, is left out of the Work; the rest
+//     is written, and the Rendered condition names what was left out and the
+//     rule (reason ForbiddenObject). ClusterResourceBindings are not confined.
 //   - Suspension: spec.suspension.dispatching, or a member named in
 //     dispatchingOnClusters, sets the Work's spec.suspendDispatching.
 //   - A member no longer in spec.clusters loses its Work, unless a
@@ -31,9 +37,11 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -61,6 +69,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/envelope"
 	"github.com/flotilla-io/flotilla/internal/overrides"
 	"github.com/flotilla-io/flotilla/internal/replicas"
+	"github.com/flotilla-io/flotilla/internal/tenancy"
 )
 
 // Binding kinds, as in Work annotations.
@@ -94,6 +103,9 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Recorder records events on templates.
 	Recorder events.EventRecorder
+	// RESTMapper tells which kinds are namespaced, for the tenancy rule;
+	// the manager's when not set.
+	RESTMapper meta.RESTMapper
 
 	deps dependencyIndex
 }
@@ -102,6 +114,9 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	if r.Client == nil || r.APIReader == nil || r.Recorder == nil {
 		return errors.New("binding: Client, APIReader and Recorder must be set")
+	}
+	if r.RESTMapper == nil {
+		r.RESTMapper = mgr.GetRESTMapper()
 	}
 	for _, kind := range []string{KindResourceBinding, KindClusterResourceBinding} {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, NewBinding(kind), memberIndex, indexMembers); err != nil {
@@ -377,20 +392,37 @@ func (r *Reconciler) render(ctx context.Context, s *rendering, target workv1alph
 		if err != nil {
 			return nil, workv1alpha1.BindingReasonOverrideFailed, fmt.Errorf("%s %s: %w", dep.GetKind(), dep.GetName(), err)
 		}
-		objs = append(objs, Strip(out.Object))
+		obj := Strip(out.Object)
+		if ok, err := r.confine(s, target.Name, dep, obj); err != nil {
+			return nil, "", err
+		} else if ok {
+			objs = append(objs, obj)
+		}
 	}
 	out, err := overrides.Apply(s.template, member, s.clusterPolicies, s.policies)
 	if err != nil {
 		return nil, workv1alpha1.BindingReasonOverrideFailed, err
 	}
 	workload := Strip(out.Object)
-	if envelope.Is(workload) {
+	ok, err := r.confine(s, target.Name, s.template, workload)
+	switch {
+	case err != nil:
+		return nil, "", err
+	case !ok:
+		// Left out; its dependencies are still rendered.
+	case envelope.Is(workload):
 		contents, err := envelope.Unwrap(workload)
 		if err != nil {
 			return nil, workv1alpha1.BindingReasonInvalidEnvelope, err
 		}
-		objs = append(objs, contents...)
-	} else {
+		for _, obj := range contents {
+			if ok, err := r.confine(s, target.Name, nil, obj); err != nil {
+				return nil, "", err
+			} else if ok {
+				objs = append(objs, obj)
+			}
+		}
+	default:
 		if _, err := replicas.Set(workload, target.Replicas); err != nil {
 			return nil, workv1alpha1.BindingReasonRenderFailed, err
 		}
@@ -401,6 +433,32 @@ func (r *Reconciler) render(ctx context.Context, s *rendering, target workv1alph
 		return nil, workv1alpha1.BindingReasonRenderFailed, err
 	}
 	return manifests, "", nil
+}
+
+// confine applies the tenancy rule to obj, about to go into member's Work:
+// for a ResourceBinding, an object the rule forbids is left out and named
+// in the Rendered condition (reason ForbiddenObject). hub is obj as the hub
+// holds it, before overrides, whose identity obj must keep; nil for an
+// envelope's contents. The error is transient (the scope could not be told).
+func (r *Reconciler) confine(s *rendering, member string, hub, obj *unstructured.Unstructured) (bool, error) {
+	if s.key.Kind != KindResourceBinding {
+		return true, nil
+	}
+	var keep *tenancy.Identity
+	if hub != nil {
+		id := tenancy.IdentityOf(hub)
+		keep = &id
+	}
+	err := tenancy.Confine(r.RESTMapper, s.binding.GetNamespace(), keep, obj)
+	var v *tenancy.Violation
+	if errors.As(err, &v) {
+		s.fail(member, workv1alpha1.BindingReasonForbiddenObject, "%v", v)
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("member %s: %w", member, err)
+	}
+	return true, nil
 }
 
 // writeWork creates or updates one member's Work.
@@ -520,7 +578,24 @@ func (r *Reconciler) reportFailure(b workv1alpha1.Binding, previous *metav1.Cond
 	if previous != nil && previous.Status == cur.Status && previous.Reason == cur.Reason && previous.Message == cur.Message {
 		return
 	}
-	r.Recorder.Eventf(TemplateRef(b), b, corev1.EventTypeWarning, cur.Reason, "RenderWorks", "%s", cur.Message)
+	r.Recorder.Eventf(TemplateRef(b), b, corev1.EventTypeWarning, cur.Reason, "RenderWorks", "%s", eventNote(cur.Message))
+}
+
+// maxEventNote is the longest note events.k8s.io/v1 accepts.
+const maxEventNote = 1024
+
+// eventNote cuts a message to fit an event's note; the binding's condition
+// keeps the whole of it.
+func eventNote(message string) string {
+	if len(message) <= maxEventNote {
+		return message
+	}
+	const more = "… (the binding's Rendered condition has the rest)"
+	cut := maxEventNote - len(more)
+	for cut > 0 && !utf8.RuneStart(message[cut]) {
+		cut--
+	}
+	return message[:cut] + more
 }
 
 // TemplateRef is a reference to a binding's template, for events.

@@ -3,6 +3,7 @@ package binding
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -197,5 +198,34 @@ func TestWorkNameIsReadableUniqueAndFits(t *testing.T) {
 	long := WorkName(KindResourceBinding, strings.Repeat("n", 63), strings.Repeat("x", 253))
 	if len(long) != 253 {
 		t.Errorf("WorkName of the longest names has %d characters, want 253", len(long))
+	}
+}
+
+func TestEventNoteFitsTheEventsAPI(t *testing.T) {
+	long := strings.Repeat("é", 700) // 1400 bytes
+	tests := []struct {
+		name, message string
+		wantWhole     bool
+	}{
+		{"a short message is kept whole", "member m1: v1 Namespace x is not rendered", true},
+		{"a message of exactly the limit is kept whole", strings.Repeat("a", maxEventNote), true},
+		{"a long message is cut on a rune boundary and says where the rest is", long, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := eventNote(tt.message)
+			if len(got) > maxEventNote {
+				t.Fatalf("note of %d bytes, the API accepts %d", len(got), maxEventNote)
+			}
+			if tt.wantWhole != (got == tt.message) {
+				t.Fatalf("eventNote(%d bytes) = %d bytes, whole %t", len(tt.message), len(got), tt.wantWhole)
+			}
+			if !utf8.ValidString(got) {
+				t.Errorf("note is not valid UTF-8")
+			}
+			if !tt.wantWhole && !strings.HasSuffix(got, "(the binding's Rendered condition has the rest)") {
+				t.Errorf("note %q does not point to the condition", got[len(got)-60:])
+			}
+		})
 	}
 }

@@ -7,8 +7,9 @@
 // Rules: data keys are read in sorted order, each value may hold several
 // YAML documents separated by "---", empty documents are skipped, and every
 // object needs apiVersion, kind and metadata.name. Objects keep the namespace
-// they are written with: a namespaced object must name its namespace, since
-// the hub cannot tell a member-only kind's scope. binaryData is ignored.
+// they are written with; which scopes and namespaces a binding may render is
+// the tenancy rule's business (internal/tenancy), applied by the binding
+// controller after unwrapping. binaryData is ignored.
 package envelope
 
 import (

@@ -376,6 +376,9 @@ const (
 	BindingReasonInvalidEnvelope  = "InvalidEnvelope"
 	BindingReasonMemberNotFound   = "MemberNotFound"
 	BindingReasonRenderFailed     = "RenderFailed"
+	// BindingReasonForbiddenObject: an object a ResourceBinding would render
+	// breaks the tenancy rule (internal/tenancy) and is left out of the Work.
+	BindingReasonForbiddenObject = "ForbiddenObject"
 
 	// Reasons of FullyApplied.
 	BindingReasonFullyApplied    = "FullyApplied"

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -87,8 +86,10 @@ spec:
 	})
 }
 
-// TestAnEnvelopeDeliversItsContentsToMembersOnly: a webhook configuration
-// travels inside a ConfigMap and is created in the member, never on the hub.
+// TestAnEnvelopeDeliversItsContentsToMembersOnly: what the hub's inert
+// namespace refuses (a PersistentVolumeClaim, a NodePort Service) travels
+// inside a ConfigMap and is created in the member, in the envelope's
+// namespace, never on the hub; the ConfigMap itself stays on the hub.
 func TestAnEnvelopeDeliversItsContentsToMembersOnly(t *testing.T) {
 	const ns = "envelopes"
 	namespace(t, ns, true)
@@ -96,41 +97,58 @@ func TestAnEnvelopeDeliversItsContentsToMembersOnly(t *testing.T) {
 apiVersion: v1
 kind: ConfigMap
 metadata:
-  name: hooks
+  name: storage
   namespace: envelopes
   labels: {flotilla.io/envelope: "true"}
 data:
-  webhook.yaml: |
-    apiVersion: admissionregistration.k8s.io/v1
-    kind: ValidatingWebhookConfiguration
-    metadata: {name: flotilla-envelope-test}
-    webhooks:
-    - name: check.example.invalid
-      admissionReviewVersions: [v1]
-      sideEffects: None
-      failurePolicy: Ignore
-      clientConfig: {url: "https://check.example.invalid/validate"}
-      rules:
-      - {apiGroups: [example.invalid], apiVersions: [v1], operations: [CREATE], resources: [things]}
+  claim.yaml: |
+    apiVersion: v1
+    kind: PersistentVolumeClaim
+    metadata: {name: data, namespace: envelopes}
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 1Gi}}
+  service.yaml: |
+    apiVersion: v1
+    kind: Service
+    metadata: {name: edge}
+    spec:
+      type: NodePort
+      ports: [{port: 80}]
 ---
 apiVersion: policy.flotilla.io/v1alpha1
 kind: PropagationPolicy
-metadata: {name: hooks, namespace: envelopes}
+metadata: {name: storage, namespace: envelopes}
 spec:
-  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, name: hooks}]
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, name: storage}]
 `)
-	bindAndSchedule(t, ns, "hooks", "ConfigMap", placement(member1, 0))
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "flotilla-envelope-test"}}
-	eventually(t, "the webhook configuration in member1", func() error { return inMember(member1, vwc) })
-	if got := vwc.Webhooks[0].Name; got != "check.example.invalid" {
-		t.Errorf("webhook name %q", got)
+	rb := bindAndSchedule(t, ns, "storage", "ConfigMap", placement(member1, 0))
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data"}}
+	eventually(t, "the PersistentVolumeClaim in member1", func() error { return inMember(member1, pvc) })
+	// A manifest that names no namespace goes into the envelope's.
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"}}
+	eventually(t, "the NodePort Service in member1, in the envelope's namespace", func() error { return inMember(member1, svc) })
+	if svc.Spec.Type != corev1.ServiceTypeNodePort {
+		t.Errorf("Service type %s", svc.Spec.Type)
 	}
-	if err := goneFromMember(member1, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hooks"}}); err != nil {
+	if err := goneFromMember(member1, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "storage"}}); err != nil {
 		t.Errorf("the envelope itself reached the member: %v", err)
 	}
-	if err := hub.Client.Get(ctx(), keyOf(vwc), &admissionregistrationv1.ValidatingWebhookConfiguration{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the webhook configuration on the hub: %v, want NotFound", err)
+	for _, obj := range []client.Object{&corev1.PersistentVolumeClaim{}, &corev1.Service{}} {
+		key := client.ObjectKey{Namespace: ns, Name: "data"}
+		if _, ok := obj.(*corev1.Service); ok {
+			key.Name = "edge"
+		}
+		if err := hub.Client.Get(ctx(), key, obj); !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s on the hub: %v, want NotFound", obj, key, err)
+		}
 	}
+	eventually(t, "Rendered=True", func() error {
+		if err := hub.Client.Get(ctx(), keyOf(rb), rb); err != nil {
+			return err
+		}
+		return hasCondition(rb, workv1alpha1.ConditionRendered, metav1.ConditionTrue, workv1alpha1.BindingReasonRendered, "")
+	})
 }
 
 // TestAClusterScopedTemplateGoesThroughAClusterResourceBinding.

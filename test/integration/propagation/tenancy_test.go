@@ -1,0 +1,302 @@
+package propagation_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+)
+
+// The tenancy rule: a namespaced binding renders only namespaced objects of
+// its own namespace (internal/tenancy). Each test is an attack a tenant who
+// administers one federated namespace would try.
+
+// TestAnEnvelopeCannotReachBeyondItsNamespace: an envelope of a tenant's
+// namespace carrying a ClusterRoleBinding to cluster-admin, a DaemonSet in
+// kube-system, a CRD, a webhook configuration and a kind the hub does not
+// serve gets none of them into the member; its ConfigMap and Secret are
+// applied; the binding and the template say what was refused and why.
+func TestAnEnvelopeCannotReachBeyondItsNamespace(t *testing.T) {
+	const ns = "tenant-envelope"
+	namespace(t, ns, true)
+	createYAML(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: escape
+  namespace: tenant-envelope
+  labels: {flotilla.io/envelope: "true"}
+data:
+  1-crb.yaml: |
+    apiVersion: rbac.authorization.k8s.io/v1
+    kind: ClusterRoleBinding
+    metadata: {name: tenant-is-cluster-admin}
+    roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+    subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: tenant}]
+  2-daemonset.yaml: |
+    apiVersion: apps/v1
+    kind: DaemonSet
+    metadata: {name: node-shell, namespace: kube-system}
+    spec:
+      selector: {matchLabels: {app: node-shell}}
+      template:
+        metadata: {labels: {app: node-shell}}
+        spec:
+          hostPID: true
+          containers:
+          - name: shell
+            image: registry.k8s.io/pause:3.10
+            securityContext: {privileged: true}
+  3-crd.yaml: |
+    apiVersion: apiextensions.k8s.io/v1
+    kind: CustomResourceDefinition
+    metadata: {name: gadgets.tenant.example.com}
+    spec:
+      group: tenant.example.com
+      scope: Namespaced
+      names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
+      versions:
+      - name: v1
+        served: true
+        storage: true
+        schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+  4-webhook.yaml: |
+    apiVersion: admissionregistration.k8s.io/v1
+    kind: ValidatingWebhookConfiguration
+    metadata: {name: tenant-intercepts-everything}
+    webhooks:
+    - name: check.example.invalid
+      admissionReviewVersions: [v1]
+      sideEffects: None
+      failurePolicy: Ignore
+      clientConfig: {url: "https://check.example.invalid/validate"}
+      rules:
+      - {apiGroups: ["*"], apiVersions: ["*"], operations: [CREATE], resources: ["*"]}
+  5-unknown.yaml: |
+    apiVersion: tenant.example.com/v1
+    kind: Gadget
+    metadata: {name: g1, namespace: tenant-envelope}
+  6-other-tenant.yaml: |
+    apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: planted, namespace: other-tenant}
+  7-allowed.yaml: |
+    apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: settings}
+    data: {mode: fleet}
+    ---
+    apiVersion: v1
+    kind: Secret
+    metadata: {name: creds, namespace: tenant-envelope}
+    stringData: {token: t}
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: escape, namespace: tenant-envelope}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, name: escape}]
+`)
+	rb := bindAndSchedule(t, ns, "escape", "ConfigMap", placement(member1, 0))
+
+	refused := []string{
+		"rbac.authorization.k8s.io/v1 ClusterRoleBinding tenant-is-cluster-admin is not rendered: a ResourceBinding renders only namespaced objects",
+		"apps/v1 DaemonSet kube-system/node-shell is not rendered: a ResourceBinding renders only into its own namespace tenant-envelope",
+		"apiextensions.k8s.io/v1 CustomResourceDefinition gadgets.tenant.example.com is not rendered: a ResourceBinding renders only namespaced objects",
+		"admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration tenant-intercepts-everything is not rendered: a ResourceBinding renders only namespaced objects",
+		"tenant.example.com/v1 Gadget tenant-envelope/g1 is not rendered: the hub does not serve this kind, so its scope is unknown",
+		"v1 ConfigMap other-tenant/planted is not rendered: a ResourceBinding renders only into its own namespace tenant-envelope",
+	}
+	eventually(t, "Rendered=False ForbiddenObject naming every refused object", func() error {
+		if err := hub.Client.Get(ctx(), keyOf(rb), rb); err != nil {
+			return err
+		}
+		for _, m := range refused {
+			if err := hasCondition(rb, workv1alpha1.ConditionRendered, metav1.ConditionFalse, workv1alpha1.BindingReasonForbiddenObject, "member member1: "+m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	eventually(t, "a ForbiddenObject event on the template", func() error {
+		return eventOn(ns, "escape", workv1alpha1.BindingReasonForbiddenObject, refused[0])
+	})
+
+	// The binding's other objects are applied.
+	eventually(t, "the envelope's ConfigMap and Secret in member1", func() error {
+		if err := inMember(member1, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}}); err != nil {
+			return err
+		}
+		return inMember(member1, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}})
+	})
+	w, err := work(rb, member1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w.Spec.Workload.Manifests); n != 2 {
+		t.Errorf("the Work carries %d manifests, want the ConfigMap and the Secret only", n)
+	}
+	for _, obj := range []client.Object{
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "tenant-is-cluster-admin"}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "node-shell"}},
+		&apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "gadgets.tenant.example.com"}},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "tenant-intercepts-everything"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "other-tenant", Name: "planted"}},
+	} {
+		if err := goneFromMember(member1, obj); err != nil {
+			t.Errorf("refused object reached the member: %v", err)
+		}
+	}
+}
+
+// TestAFieldOverrideCannotMoveAnEnvelopesContents: a fieldOverrider that
+// rewrites the namespace of a manifest embedded in an envelope (a path the
+// admission of OverridePolicies cannot see, since it is inside a string)
+// is caught where the Work is rendered; the other member is unaffected.
+func TestAFieldOverrideCannotMoveAnEnvelopesContents(t *testing.T) {
+	const ns = "tenant-field"
+	namespace(t, ns, true)
+	createYAML(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: bundle
+  namespace: tenant-field
+  labels: {flotilla.io/envelope: "true"}
+data:
+  role.yaml: |
+    apiVersion: rbac.authorization.k8s.io/v1
+    kind: RoleBinding
+    metadata: {name: reader, namespace: tenant-field}
+    roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
+    subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: tenant}]
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: bundle, namespace: tenant-field}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, name: bundle}]
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: into-kube-system, namespace: tenant-field}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, name: bundle}]
+  overrideRules:
+  - targetCluster: {clusterNames: [member2]}
+    overriders:
+      fieldOverrider:
+      - fieldPath: /data/role.yaml
+        yaml: [{subPath: /metadata/namespace, operator: replace, value: kube-system}]
+`)
+	rb := bindAndSchedule(t, ns, "bundle", "ConfigMap", placement(member1, 0, member2, 0))
+	eventually(t, "Rendered=False ForbiddenObject for member2", func() error {
+		if err := hub.Client.Get(ctx(), keyOf(rb), rb); err != nil {
+			return err
+		}
+		return hasCondition(rb, workv1alpha1.ConditionRendered, metav1.ConditionFalse, workv1alpha1.BindingReasonForbiddenObject,
+			"member member2: rbac.authorization.k8s.io/v1 RoleBinding kube-system/reader is not rendered: a ResourceBinding renders only into its own namespace tenant-field")
+	})
+	if c := rb.Status.Conditions; strings.Contains(fmt.Sprint(c), "member member1") {
+		t.Errorf("member1 is named in the conditions: %v", c)
+	}
+	eventually(t, "the RoleBinding in member1's tenant namespace", func() error {
+		return inMember(member1, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader"}})
+	})
+	consistently(t, 2*resyncHealthy, "no RoleBinding in member2's kube-system", func() error {
+		return goneFromMember(member2, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "reader"}})
+	})
+}
+
+// TestAnOverrideCannotChangeATemplatesIdentity: plaintext overriders that
+// rewrite a template's apiVersion, kind, name or namespace make it refused
+// for the member, named in the binding and in an event on the template;
+// nothing reaches the member under the rewritten identity.
+func TestAnOverrideCannotChangeATemplatesIdentity(t *testing.T) {
+	const ns = "tenant-identity"
+	namespace(t, ns, true)
+	tests := []struct {
+		template, path, value, message string
+		// rewritten is where the object would land in the member.
+		rewritten client.Object
+	}{
+		{
+			template: "to-kube-system", path: "/metadata/namespace", value: `"kube-system"`,
+			message:   "v1 ConfigMap kube-system/to-kube-system is not rendered: a ResourceBinding renders only into its own namespace tenant-identity",
+			rewritten: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "to-kube-system"}},
+		},
+		{
+			template: "renamed", path: "/metadata/name", value: `"someone-elses"`,
+			message:   "v1 ConfigMap tenant-identity/someone-elses is not rendered: overrides may not change the apiVersion, kind or name of v1 ConfigMap tenant-identity/renamed",
+			rewritten: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "someone-elses"}},
+		},
+		{
+			template: "to-secret", path: "/kind", value: `"Secret"`,
+			message:   "v1 Secret tenant-identity/to-secret is not rendered: overrides may not change the apiVersion, kind or name of v1 ConfigMap tenant-identity/to-secret",
+			rewritten: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-secret"}},
+		},
+		{
+			template: "to-rbac", path: "/apiVersion", value: `"rbac.authorization.k8s.io/v1"`,
+			message:   "rbac.authorization.k8s.io/v1 ConfigMap tenant-identity/to-rbac is not rendered: overrides may not change the apiVersion, kind or name of v1 ConfigMap tenant-identity/to-rbac",
+			rewritten: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-rbac"}},
+		},
+	}
+	createYAML(t, `
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: all, namespace: tenant-identity}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap}]
+`)
+	for _, tt := range tests {
+		createYAML(t, fmt.Sprintf(`
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: %[1]s, namespace: tenant-identity}
+data: {a: "1"}
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: %[1]s, namespace: tenant-identity}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, name: %[1]s}]
+  overrideRules:
+  - overriders:
+      plaintext: [{path: %[2]s, operator: replace, value: %[3]s}]
+`, tt.template, tt.path, tt.value))
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			rb := bindAndSchedule(t, ns, tt.template, "ConfigMap", placement(member1, 0))
+			eventually(t, "Rendered=False ForbiddenObject", func() error {
+				if err := hub.Client.Get(ctx(), keyOf(rb), rb); err != nil {
+					return err
+				}
+				return hasCondition(rb, workv1alpha1.ConditionRendered, metav1.ConditionFalse, workv1alpha1.BindingReasonForbiddenObject, "member member1: "+tt.message)
+			})
+			eventually(t, "a ForbiddenObject event on the template", func() error {
+				return eventOn(ns, tt.template, workv1alpha1.BindingReasonForbiddenObject, tt.message)
+			})
+			w, err := work(rb, member1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(w.Spec.Workload.Manifests); n != 0 {
+				t.Errorf("the Work carries %d manifests, want none", n)
+			}
+			consistently(t, time.Second, "nothing under the rewritten identity in member1", func() error {
+				return goneFromMember(member1, tt.rewritten)
+			})
+		})
+	}
+}
