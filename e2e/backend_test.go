@@ -150,7 +150,7 @@ type kindBackend struct {
 }
 
 // kindCommands are what a user with Docker runs for the kind e2e.
-const kindCommands = "make test-e2e-kind   # = make images release-manifests, then E2E_BACKEND=kind go test ./e2e/ (needs Docker and network: kind node image, Cluster API and CAPD releases)"
+const kindCommands = "make test-e2e-kind   # = make images release-manifests, then E2E_BACKEND=kind go test ./e2e/ (needs Docker, and kind's node image and Cluster API's and CAPD's images on the machine or pullable: see docs/development.md)"
 
 func (*kindBackend) Name() string { return "kind" }
 
@@ -172,7 +172,7 @@ func (k *kindBackend) Start(ctx context.Context) {
 	k.fleet, err = kindfleet.Start(ctx, opts)
 	var unavailable *kindfleet.UnavailableError
 	if errors.As(err, &unavailable) {
-		Skip(fmt.Sprintf("E2E_BACKEND=kind cannot run here: %v. Where Docker runs: %s", err, kindCommands))
+		Skip(fmt.Sprintf("E2E_BACKEND=kind cannot run here: %v. To run it: %s", err, kindCommands))
 	}
 	Expect(err).NotTo(HaveOccurred())
 	AddReportEntry("kind fleet start time", time.Since(began).Round(time.Second).String())

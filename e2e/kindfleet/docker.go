@@ -29,6 +29,34 @@ func Available(ctx context.Context) error {
 	return nil
 }
 
+// EnsureImage makes sure the Docker engine has image: already there, or
+// pulled within a few minutes. A machine without a registry gets an
+// UnavailableError naming the image, so the suite skips instead of failing
+// half-way through creating clusters.
+func EnsureImage(ctx context.Context, image string) error {
+	if exec.CommandContext(ctx, "docker", "image", "inspect", "--format", "{{.Id}}", image).Run() == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "docker", "pull", image).CombinedOutput()
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return &UnavailableError{Reason: fmt.Sprintf("image %s is not on this machine and cannot be pulled (%s)", image, strings.TrimSpace(lastLine(out, err)))}
+	}
+	return nil
+}
+
+func lastLine(out []byte, err error) string {
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	if last := lines[len(lines)-1]; len(last) > 0 {
+		return string(last)
+	}
+	return err.Error()
+}
+
 func firstLine(out []byte, err error) string {
 	if line, _, _ := bytes.Cut(bytes.TrimSpace(out), []byte("\n")); len(line) > 0 {
 		return string(line)

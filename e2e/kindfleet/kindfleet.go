@@ -166,6 +166,9 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	if opts, err = opts.withDefaults(); err != nil {
 		return nil, err
 	}
+	if err := EnsureImage(ctx, opts.NodeImage); err != nil {
+		return nil, err
+	}
 	f = &Fleet{opts: opts, HubKubeconfig: filepath.Join(opts.Dir, "hub.kubeconfig")}
 	defer func() {
 		if err != nil {
