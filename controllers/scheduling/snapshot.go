@@ -4,7 +4,6 @@ import (
 	"context"
 	"hash/fnv"
 	"sync"
-	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,13 +41,7 @@ func (s *snapshots) get(ctx context.Context) (*scheduler.Snapshot, error) {
 	}
 	s.current, s.version = snap, version
 	// Assumed capacity that a member's capacity model now reflects is released.
-	observed := map[string]time.Time{}
-	for i := range list.Items {
-		if m := list.Items[i].Status.CapacityModel; m != nil {
-			observed[list.Items[i].Name] = m.ObservedTime.Time
-		}
-	}
-	s.sched.Ledger().Prune(observed)
+	s.sched.Ledger().Prune(snap.Names(), snap.Models())
 	return snap, nil
 }
 

@@ -13,6 +13,9 @@ import (
 type Model struct {
 	observedTime time.Time
 	groups       []group
+	// boundPods is shared by every Model placed from the same base: Place
+	// changes free capacity, not what the estimator saw.
+	boundPods map[string]int32
 }
 
 // group is count Nodes of one shape.
@@ -29,7 +32,7 @@ func NewModel(cm *clusterv1alpha1.CapacityModel) *Model {
 	if cm == nil {
 		return nil
 	}
-	m := &Model{observedTime: cm.ObservedTime.Time, groups: make([]group, 0, len(cm.NodeGroups))}
+	m := &Model{observedTime: cm.ObservedTime.Time, groups: make([]group, 0, len(cm.NodeGroups)), boundPods: cm.BoundPods}
 	for i := range cm.NodeGroups {
 		ng := &cm.NodeGroups[i]
 		if ng.Count <= 0 {
@@ -47,6 +50,10 @@ func NewModel(cm *clusterv1alpha1.CapacityModel) *Model {
 
 // ObservedTime is when the estimator computed the model.
 func (m *Model) ObservedTime() time.Time { return m.observedTime }
+
+// BoundPods is how many non-terminal Pods of namespace the estimator saw
+// bound to a Node (0 for a namespace the model leaves out).
+func (m *Model) BoundPods(namespace string) int64 { return int64(m.boundPods[namespace]) }
 
 // repelling keeps the taints a Pod must tolerate to be scheduled:
 // PreferNoSchedule only steers the member's scheduler, it never forbids.

@@ -12,7 +12,7 @@ func (m *Model) Place(r *Requirement, n int64) (*Model, int64) {
 	if m == nil || n <= 0 {
 		return m, 0
 	}
-	out := &Model{observedTime: m.observedTime, groups: make([]group, 0, len(m.groups)+2)}
+	out := &Model{observedTime: m.observedTime, groups: make([]group, 0, len(m.groups)+2), boundPods: m.boundPods}
 	left := n
 	for i := range m.groups {
 		g := m.groups[i]

@@ -111,6 +111,7 @@ func Build(nodes []*corev1.Node, pods []*corev1.Pod, observed time.Time, opts Op
 	}
 
 	allocated, allocating := map[corev1.ResourceName]int64{}, map[corev1.ResourceName]int64{}
+	bound := map[string]int32{}
 	for _, p := range pods {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
@@ -121,6 +122,7 @@ func Build(nodes []*corev1.Node, pods []*corev1.Pod, observed time.Time, opts Op
 			addTo(allocating, req)
 			continue
 		}
+		bound[p.Namespace]++
 		s, ok := byName[p.Spec.NodeName]
 		if !ok {
 			continue // bound to a Node that takes no new Pods: not free capacity
@@ -151,6 +153,7 @@ func Build(nodes []*corev1.Node, pods []*corev1.Pod, observed time.Time, opts Op
 	}
 	res.Model.ObservedTime = metav1.NewTime(observed)
 	res.Model.NodeGroups = groups
+	res.Model.BoundPods = largest(bound, clusterv1alpha1.MaxBoundPodNamespaces)
 	res.ResourceSummary = clusterv1alpha1.ResourceSummary{Allocatable: listOf(allocatable), Allocated: listOf(allocated), Allocating: listOf(allocating)}
 	return res
 }
@@ -325,4 +328,23 @@ func sortedKeys[K ~string, V any](m map[K]V) []K {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	return keys
+}
+
+// largest keeps the n namespaces with the most bound Pods (ties by name), nil
+// when there are none: the hub holds capacity longer for a namespace left
+// out, so the bound only ever errs on the safe side.
+func largest(counts map[string]int32, n int) map[string]int32 {
+	if len(counts) == 0 {
+		return nil
+	}
+	if len(counts) <= n {
+		return counts
+	}
+	names := sortedKeys(counts)
+	sort.SliceStable(names, func(i, j int) bool { return counts[names[i]] > counts[names[j]] })
+	kept := make(map[string]int32, n)
+	for _, name := range names[:n] {
+		kept[name] = counts[name]
+	}
+	return kept
 }

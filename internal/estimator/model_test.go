@@ -238,3 +238,33 @@ func equalTaints(a, b []corev1.Taint) bool {
 	}
 	return true
 }
+
+func TestBuildCountsBoundPodsPerNamespace(t *testing.T) {
+	nodes := []*corev1.Node{mkNode("a", "4", "8Gi"), mkNode("c", "4", "8Gi", cordoned)}
+	in := func(ns string, p *corev1.Pod) *corev1.Pod { p.Namespace = ns; return p }
+	pods := []*corev1.Pod{
+		in("shop", mkPod("a", "100m", "", corev1.PodRunning)),
+		in("shop", mkPod("a", "100m", "", corev1.PodPending)),   // bound, not yet running: counted
+		in("shop", mkPod("c", "100m", "", corev1.PodRunning)),   // on a cordoned node: still its Pod
+		in("shop", mkPod("", "100m", "", corev1.PodPending)),    // not bound: not counted
+		in("shop", mkPod("a", "100m", "", corev1.PodSucceeded)), // terminal: not counted
+		in("web", mkPod("a", "100m", "", corev1.PodRunning)),
+	}
+	got := Build(nodes, pods, now, DefaultOptions()).Model.BoundPods
+	if len(got) != 2 || got["shop"] != 3 || got["web"] != 1 {
+		t.Errorf("BoundPods = %v, want shop:3 web:1", got)
+	}
+	if empty := Build(nodes, nil, now, DefaultOptions()).Model.BoundPods; empty != nil {
+		t.Errorf("BoundPods without Pods = %v, want none", empty)
+	}
+}
+
+func TestBoundPodsKeepsTheLargestNamespacesPastTheBound(t *testing.T) {
+	counts := map[string]int32{"a": 1, "b": 5, "c": 3, "d": 3}
+	if got := largest(counts, 2); len(got) != 2 || got["b"] != 5 || got["c"] != 3 {
+		t.Errorf("largest 2 = %v, want b:5 c:3 (ties by name)", got)
+	}
+	if got := largest(counts, 10); len(got) != 4 {
+		t.Errorf("largest 10 of 4 = %v, want all", got)
+	}
+}

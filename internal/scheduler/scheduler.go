@@ -84,7 +84,7 @@ func (s *Scheduler) Schedule(snap *Snapshot, in Input) (*Result, error) {
 	if err != nil {
 		return res, err
 	}
-	s.ledger.Commit(in.Key, d.req, s.now(), d.assignments())
+	s.ledger.Commit(in.Key, in.Namespace, d.req, s.now(), d.assignments())
 	if bq, ok := s.quota.(BindingQuota); ok {
 		bq.Placed(d.placement())
 	}

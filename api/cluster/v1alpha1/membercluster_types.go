@@ -204,10 +204,20 @@ type CapacityModel struct {
 	// +required
 	ObservedTime metav1.Time `json:"observedTime"`
 
-	// ObservedPods is the number of Pods the model accounts for; the hub uses
-	// it to tell when replicas it just placed have been seen.
+	// ObservedPods is the number of non-terminal Pods the model accounts for.
 	// +optional
 	ObservedPods int32 `json:"observedPods,omitempty"`
+
+	// BoundPods counts the non-terminal Pods bound to a Node, per namespace.
+	// The hub holds the capacity of replicas it has just placed in a
+	// namespace until this count shows their Pods, so a replica is charged
+	// once: by the hold before its Pod exists, by the model after. Namespaces
+	// without bound Pods are left out, and so are the smallest ones past
+	// MaxBoundPodNamespaces; a namespace left out only makes the hub hold
+	// capacity longer, never less.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=1000
+	BoundPods map[string]int32 `json:"boundPods,omitempty"`
 
 	// NodeGroups are the classes of Nodes.
 	// +optional

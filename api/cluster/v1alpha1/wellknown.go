@@ -54,6 +54,9 @@ const (
 	NodeSummaryKey = "nodeSummary"
 	// ResourceSummaryKey holds the ResourceSummary as JSON.
 	ResourceSummaryKey = "resourceSummary"
+
+	// MaxBoundPodNamespaces bounds CapacityModel.BoundPods.
+	MaxBoundPodNamespaces = 1000
 )
 
 // ExecutionNamespace is the hub namespace holding member's Works.

@@ -65,6 +65,13 @@ func (in *APIResource) DeepCopy() *APIResource {
 func (in *CapacityModel) DeepCopyInto(out *CapacityModel) {
 	*out = *in
 	in.ObservedTime.DeepCopyInto(&out.ObservedTime)
+	if in.BoundPods != nil {
+		in, out := &in.BoundPods, &out.BoundPods
+		*out = make(map[string]int32, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.NodeGroups != nil {
 		in, out := &in.NodeGroups, &out.NodeGroups
 		*out = make([]NodeGroup, len(*in))

@@ -4,10 +4,21 @@
 //
 // An entry records a binding's replicas assumed on a member, their
 // requirement, when they were assumed and the member's capacity model time
-// at that moment. It counts against the member's capacity until the member
-// publishes a model observed after the assignment (plus an optional grace
-// for the Pods to be created), and it is replaced whenever its binding is
-// scheduled again or forgotten when the binding goes.
+// at that moment. A replica is charged once: by its entry until the member's
+// model shows its Pod, by the model from then on. The model shows it when
+// the count of bound Pods in the binding's namespace reaches the entry's
+// target (the count the decision saw, plus every replica assumed there and
+// not yet seen); replicas short of the target stay held, the rest are
+// released at once. An entry whose Pods never show (a Work that failed, a
+// Pod left Pending) counts until the member publishes a model observed after
+// the assignment plus a grace. Entries are replaced whenever their binding
+// is scheduled again and forgotten when the binding goes.
+//
+// The count is per namespace, not per binding, because Pods carry no mark of
+// the binding that made them: Pods of the same namespace made by someone
+// else can release a hold early (the member's scheduler then leaves the
+// extra Pod Pending), and Pods deleted meanwhile keep it longer (until the
+// grace): both bounded, the second on the safe side.
 package assumed
 
 import (
@@ -29,10 +40,16 @@ type Ledger struct {
 
 // Entry is replicas of one binding assumed on one member.
 type Entry struct {
-	Binding     string
+	Binding string
+	// Namespace of the binding's Pods in the member; "" for cluster-scoped
+	// templates, whose entries only the grace releases.
+	Namespace   string
 	Requirement *capacity.Requirement
 	Replicas    int64
-	AssumedAt   time.Time
+	// TargetPods is the namespace's count of bound Pods at which every one
+	// of Replicas has been seen.
+	TargetPods int64
+	AssumedAt  time.Time
 	// ModelObservedTime is the member's model time when the entry was made,
 	// kept for explanations: expiry compares a newer model's time with
 	// AssumedAt, the moment the replicas were handed out.
@@ -62,6 +79,17 @@ func New(grace time.Duration) *Ledger {
 // live says whether e still counts against a model observed at observed.
 func (l *Ledger) live(e *Entry, observed time.Time) bool {
 	return !observed.After(e.AssumedAt.Add(l.grace))
+}
+
+// held is how many of e's replicas m has not seen yet.
+func (l *Ledger) held(e *Entry, m *capacity.Model) int64 {
+	if !l.live(e, m.ObservedTime()) {
+		return 0
+	}
+	if e.Namespace == "" {
+		return e.Replicas
+	}
+	return min(e.Replicas, max(0, e.TargetPods-m.BoundPods(e.Namespace)))
 }
 
 // Adjusted returns base less the live entries on member of every binding but
@@ -99,18 +127,18 @@ func (l *Ledger) adjust(b *book, member string, base *capacity.Model, exclude st
 	if !hasOwn && b.cachedBase == base {
 		return b.cached, 0
 	}
-	observed := base.ObservedTime()
 	model, own := base, int64(0)
 	for i := range b.entries {
 		e := &b.entries[i]
-		if !l.live(e, observed) {
+		n := l.held(e, base)
+		if n == 0 {
 			continue
 		}
 		if e.Binding == exclude {
-			own += e.Replicas
+			own += n
 			continue
 		}
-		model, _ = model.Place(e.Requirement, e.Replicas)
+		model, _ = model.Place(e.Requirement, n)
 	}
 	if !hasOwn {
 		b.cachedBase, b.cached = base, model
@@ -134,8 +162,9 @@ type Assignment struct {
 // On each member the binding's unseen replicas become its earlier unseen
 // ones plus those added now, never more than it now holds: replicas it
 // already held and the estimator has seen are in the model, not here.
-// Members the binding left lose its entries.
-func (l *Ledger) Commit(binding string, req *capacity.Requirement, at time.Time, assignments []Assignment) {
+// Members the binding left lose its entries. namespace is where the
+// binding's Pods go in members ("" for a cluster-scoped template).
+func (l *Ledger) Commit(binding, namespace string, req *capacity.Requirement, at time.Time, assignments []Assignment) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	// Detach the binding's member set and reuse it for the new one: a burst
@@ -154,16 +183,21 @@ func (l *Ledger) Commit(binding string, req *capacity.Requirement, at time.Time,
 			}
 			continue
 		}
-		observed := a.Base.ObservedTime()
 		pending := max(0, a.Replicas-a.Previous)
 		if had {
-			pending += l.pendingOf(binding, a.Member, observed)
+			pending += l.pendingOf(binding, a.Member, a.Base)
 			l.removeEntries(binding, a.Member)
 		}
 		pending = min(a.Replicas, pending)
-		l.prune(a.Member, observed)
+		l.prune(a.Member, a.Base)
 		if pending > 0 {
-			l.append(a.Member, Entry{Binding: binding, Requirement: req, Replicas: pending, AssumedAt: at, ModelObservedTime: observed})
+			// Seen once the namespace's Pods the model counts, those still
+			// unseen from earlier decisions and these have all shown up.
+			target := a.Base.BoundPods(namespace) + l.unseenIn(a.Member, namespace, a.Base) + pending
+			l.append(a.Member, Entry{
+				Binding: binding, Namespace: namespace, Requirement: req, Replicas: pending,
+				TargetPods: target, AssumedAt: at, ModelObservedTime: a.Base.ObservedTime(),
+			})
 			kept = append(kept, a.Member)
 		}
 	}
@@ -202,14 +236,20 @@ func (l *Ledger) Entries(member string) []Entry {
 	return nil
 }
 
-// Prune drops the entries that a model observed at observed no longer needs,
-// and forgets members that left the fleet. observed maps member names to
-// their model times; members absent from it are gone.
-func (l *Ledger) Prune(observed map[string]time.Time) {
+// Prune drops the entries that the members' current models have seen, and
+// forgets members that left the fleet: models[i] is names[i]'s model, and a
+// member absent from names or without a model is gone.
+func (l *Ledger) Prune(names []string, models []*capacity.Model) {
+	current := make(map[string]*capacity.Model, len(names))
+	for i, name := range names {
+		if models[i] != nil {
+			current[name] = models[i]
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for member := range l.members {
-		t, ok := observed[member]
+		m, ok := current[member]
 		if !ok {
 			for binding := range l.bindings {
 				l.drop(binding, member)
@@ -217,16 +257,31 @@ func (l *Ledger) Prune(observed map[string]time.Time) {
 			delete(l.members, member)
 			continue
 		}
-		l.prune(member, t)
+		l.prune(member, m)
 	}
 }
 
-func (l *Ledger) pendingOf(binding, member string, observed time.Time) int64 {
+// pendingOf is binding's replicas on member that m has not seen.
+func (l *Ledger) pendingOf(binding, member string, m *capacity.Model) int64 {
 	var n int64
 	if b := l.members[member]; b != nil {
 		for i := range b.entries {
-			if e := &b.entries[i]; e.Binding == binding && l.live(e, observed) {
-				n += e.Replicas
+			if e := &b.entries[i]; e.Binding == binding {
+				n += l.held(e, m)
+			}
+		}
+	}
+	return n
+}
+
+// unseenIn is every replica assumed in namespace on member that m has not
+// seen; 0 for cluster-scoped templates.
+func (l *Ledger) unseenIn(member, namespace string, m *capacity.Model) int64 {
+	var n int64
+	if b := l.members[member]; b != nil && namespace != "" {
+		for i := range b.entries {
+			if e := &b.entries[i]; e.Namespace == namespace {
+				n += l.held(e, m)
 			}
 		}
 	}
@@ -242,10 +297,12 @@ func (l *Ledger) append(member string, e Entry) {
 		l.members[member] = b
 	}
 	b.entries = append(b.entries, e)
-	if b.cachedBase != nil && l.live(&e, b.cachedBase.ObservedTime()) {
+	if b.cachedBase != nil {
 		// Extend the cached model instead of rebuilding it: decisions in a
 		// burst each add an entry and then read every member.
-		b.cached, _ = b.cached.Place(e.Requirement, e.Replicas)
+		if n := l.held(&e, b.cachedBase); n > 0 {
+			b.cached, _ = b.cached.Place(e.Requirement, n)
+		}
 	}
 }
 
@@ -286,16 +343,16 @@ func (l *Ledger) removeEntries(binding, member string) {
 	b.cachedBase, b.cached = nil, nil
 }
 
-// prune drops entries of member that a model observed at observed has seen.
-func (l *Ledger) prune(member string, observed time.Time) {
+// prune drops entries of member that m has seen whole.
+func (l *Ledger) prune(member string, m *capacity.Model) {
 	b := l.members[member]
-	if b == nil || !observed.After(b.prunedAt) {
+	if b == nil || m == nil || !m.ObservedTime().After(b.prunedAt) {
 		return
 	}
-	b.prunedAt = observed
+	b.prunedAt = m.ObservedTime()
 	kept := b.entries[:0]
 	for _, e := range b.entries {
-		if l.live(&e, observed) {
+		if l.held(&e, m) > 0 {
 			kept = append(kept, e)
 			continue
 		}

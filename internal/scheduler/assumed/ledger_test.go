@@ -29,7 +29,7 @@ func tenCPUs(observed time.Duration) *capacity.Model {
 var oneCPU = capacity.NewRequirement(&workv1alpha1.ReplicaRequirements{ResourceRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}})
 
 func commit(l *Ledger, binding string, at time.Duration, base *capacity.Model, replicas, previous int64) {
-	l.Commit(binding, oneCPU, t0.Add(at), []Assignment{{Member: "a", Replicas: replicas, Previous: previous, Base: base}})
+	l.Commit(binding, "", oneCPU, t0.Add(at), []Assignment{{Member: "a", Replicas: replicas, Previous: previous, Base: base}})
 }
 
 func fitFor(l *Ledger, base *capacity.Model, exclude string) (int64, int64) {
@@ -96,7 +96,7 @@ func TestCommitRecordsOnlyReplicasTheEstimatorHasNotSeen(t *testing.T) {
 		}, 4},
 		{"moved away: forgotten", func(l *Ledger) {
 			commit(l, "b", time.Minute, old, 10, 0)
-			l.Commit("b", oneCPU, t0.Add(2*time.Minute), nil)
+			l.Commit("b", "", oneCPU, t0.Add(2*time.Minute), nil)
 		}, 0},
 		{"forgotten", func(l *Ledger) {
 			commit(l, "b", time.Minute, old, 10, 0)
@@ -126,7 +126,7 @@ func TestCachedModelEqualsOneBuiltFromScratch(t *testing.T) {
 	if fit, _ := fitFor(l, base, ""); fit != 7 { // fills the cache
 		t.Fatalf("fit after b1 = %d, want 7", fit)
 	}
-	l.Commit("b2", twoCPU, t0.Add(time.Minute), []Assignment{{Member: "a", Replicas: 2, Base: base}}) // extends the cache
+	l.Commit("b2", "", twoCPU, t0.Add(time.Minute), []Assignment{{Member: "a", Replicas: 2, Base: base}}) // extends the cache
 	cached, _ := l.Adjusted("a", base, "")
 	fresh, _ := base.Place(oneCPU, 3)
 	fresh, _ = fresh.Place(twoCPU, 2)
@@ -138,8 +138,8 @@ func TestCachedModelEqualsOneBuiltFromScratch(t *testing.T) {
 func TestPruneDropsSeenEntriesAndMembersThatLeft(t *testing.T) {
 	l := New(0)
 	commit(l, "b1", time.Minute, tenCPUs(0), 4, 0)
-	l.Commit("b2", oneCPU, t0.Add(time.Minute), []Assignment{{Member: "gone", Replicas: 1, Base: tenCPUs(0)}})
-	l.Prune(map[string]time.Time{"a": t0.Add(2 * time.Minute)})
+	l.Commit("b2", "", oneCPU, t0.Add(time.Minute), []Assignment{{Member: "gone", Replicas: 1, Base: tenCPUs(0)}})
+	l.Prune([]string{"a"}, []*capacity.Model{tenCPUs(2 * time.Minute)})
 	if got := l.Entries("a"); len(got) != 0 {
 		t.Errorf("a keeps %+v after a newer model", got)
 	}
