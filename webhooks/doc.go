@@ -14,5 +14,11 @@ func SetupWithManager(mgr ctrl.Manager) error {
 	if err := (&InertNamespace{}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := (&OverridePolicy{}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&ClusterOverridePolicy{}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	return (&WorkloadQuota{}).SetupWithManager(mgr)
 }

@@ -198,6 +198,67 @@ func TestSchemaRejectsInvalidPolicies(t *testing.T) {
 			want: rejection{"spec.addOnConditions[0].statusValues[0]", `Unsupported value: "Maybe"`},
 		},
 		{
+			name: "override rewriting a template's namespace",
+			yaml: opWith(`plaintext: [{path: /metadata/namespace, operator: replace, value: kube-system}]`),
+			want: rejection{"spec.overrideRules[0].overriders.plaintext[0].path", "/metadata/namespace would change the object's identity or ownership"},
+		},
+		{
+			name: "override rewriting a template's name",
+			yaml: opWith(`plaintext: [{path: /metadata/name, operator: replace, value: other}]`),
+			want: rejection{"spec.overrideRules[0].overriders.plaintext[0].path", "/metadata/name would change the object's identity or ownership"},
+		},
+		{
+			name: "override rewriting a template's kind",
+			yaml: opWith(`plaintext: [{path: /kind, operator: replace, value: ClusterRoleBinding}]`),
+			want: rejection{"spec.overrideRules[0].overriders.plaintext[0].path", "/kind would change the object's identity or ownership"},
+		},
+		{
+			name: "override rewriting a template's apiVersion",
+			yaml: opWith(`plaintext: [{path: /apiVersion, operator: replace, value: rbac.authorization.k8s.io/v1}]`),
+			want: rejection{"spec.overrideRules[0].overriders.plaintext[0].path", "/apiVersion would change the object's identity or ownership"},
+		},
+		{
+			name: "override replacing the whole metadata",
+			yaml: opWith(`plaintext: [{path: /metadata, operator: replace, value: {name: x, namespace: kube-system}}]`),
+			want: rejection{"spec.overrideRules[0].overriders.plaintext[0].path", "/metadata would change the object's identity or ownership"},
+		},
+		{
+			name: "override adding an owner reference",
+			yaml: opWith(`plaintext: [{path: /metadata/ownerReferences/0, operator: add, value: {apiVersion: v1, kind: Namespace, name: kube-system, uid: "1"}}]`),
+			want: rejection{"spec.overrideRules[0].overriders.plaintext[0].path", "/metadata/ownerReferences/0 would change the object's identity or ownership"},
+		},
+		{
+			name: "field overrider on a template's name",
+			yaml: opWith(`fieldOverrider: [{fieldPath: /metadata/name, yaml: [{subPath: /x, operator: add, value: y}]}]`),
+			want: rejection{"spec.overrideRules[0].overriders.fieldOverrider[0].fieldPath", "/metadata/name would change the object's identity or ownership"},
+		},
+		{
+			name: "image overrider aimed at a template's namespace",
+			yaml: opWith(`imageOverrider: [{predicate: {path: /metadata/namespace}, component: Registry, operator: replace, value: kube-system}]`),
+			want: rejection{"spec.overrideRules[0].overriders.imageOverrider[0].predicate.path", "/metadata/namespace would change the object's identity or ownership"},
+		},
+		{
+			name: "deprecated single-rule overriders rewriting a namespace",
+			yaml: `
+apiVersion: policy.flotilla.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: o, namespace: fleet}
+spec:
+  overriders: {plaintext: [{path: /metadata/namespace, operator: replace, value: kube-system}]}`,
+			want: rejection{"spec.overriders.plaintext[0].path", "/metadata/namespace would change the object's identity or ownership"},
+		},
+		{
+			name: "cluster override rewriting a template's namespace",
+			yaml: `
+apiVersion: policy.flotilla.io/v1alpha1
+kind: ClusterOverridePolicy
+metadata: {name: o}
+spec:
+  overrideRules:
+  - overriders: {plaintext: [{path: /metadata/namespace, operator: replace, value: kube-system}]}`,
+			want: rejection{"spec.overrideRules[0].overriders.plaintext[0].path", "/metadata/namespace would change the object's identity or ownership"},
+		},
+		{
 			name: "member with an unknown sync mode",
 			yaml: `
 apiVersion: cluster.flotilla.io/v1alpha1

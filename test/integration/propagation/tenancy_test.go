@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -218,85 +218,67 @@ spec:
 	})
 }
 
-// TestAnOverrideCannotChangeATemplatesIdentity: plaintext overriders that
-// rewrite a template's apiVersion, kind, name or namespace make it refused
-// for the member, named in the binding and in an event on the template;
-// nothing reaches the member under the rewritten identity.
+// TestAnOverrideCannotChangeATemplatesIdentity: OverridePolicies whose
+// plaintext overriders would rewrite a template's apiVersion, kind, name or
+// namespace are refused at admission with the field path, and the template
+// reaches the member as it is. (Should such a policy exist anyway — stored
+// before the webhook, or written around it — the binding controller leaves
+// the rewritten object out: controllers/binding TestRenderLeavesOutWhatTheTenancyRuleForbids.)
 func TestAnOverrideCannotChangeATemplatesIdentity(t *testing.T) {
 	const ns = "tenant-identity"
 	namespace(t, ns, true)
-	tests := []struct {
-		template, path, value, message string
-		// rewritten is where the object would land in the member.
-		rewritten client.Object
-	}{
-		{
-			template: "to-kube-system", path: "/metadata/namespace", value: `"kube-system"`,
-			message:   "v1 ConfigMap kube-system/to-kube-system is not rendered: a ResourceBinding renders only into its own namespace tenant-identity",
-			rewritten: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "to-kube-system"}},
-		},
-		{
-			template: "renamed", path: "/metadata/name", value: `"someone-elses"`,
-			message:   "v1 ConfigMap tenant-identity/someone-elses is not rendered: overrides may not change the apiVersion, kind or name of v1 ConfigMap tenant-identity/renamed",
-			rewritten: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "someone-elses"}},
-		},
-		{
-			template: "to-secret", path: "/kind", value: `"Secret"`,
-			message:   "v1 Secret tenant-identity/to-secret is not rendered: overrides may not change the apiVersion, kind or name of v1 ConfigMap tenant-identity/to-secret",
-			rewritten: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-secret"}},
-		},
-		{
-			template: "to-rbac", path: "/apiVersion", value: `"rbac.authorization.k8s.io/v1"`,
-			message:   "rbac.authorization.k8s.io/v1 ConfigMap tenant-identity/to-rbac is not rendered: overrides may not change the apiVersion, kind or name of v1 ConfigMap tenant-identity/to-rbac",
-			rewritten: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-rbac"}},
-		},
-	}
 	createYAML(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: plain, namespace: tenant-identity}
+data: {a: "1"}
+---
 apiVersion: policy.flotilla.io/v1alpha1
 kind: PropagationPolicy
 metadata: {name: all, namespace: tenant-identity}
 spec:
   resourceSelectors: [{apiVersion: v1, kind: ConfigMap}]
 `)
-	for _, tt := range tests {
-		createYAML(t, fmt.Sprintf(`
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: %[1]s, namespace: tenant-identity}
-data: {a: "1"}
----
+	for _, tt := range []struct{ path, value string }{
+		{"/metadata/namespace", `"kube-system"`},
+		{"/metadata/name", `"someone-elses"`},
+		{"/kind", `"Secret"`},
+		{"/apiVersion", `"rbac.authorization.k8s.io/v1"`},
+		{"/metadata", `{"name": "plain", "namespace": "kube-system"}`},
+	} {
+		t.Run(tt.path, func(t *testing.T) {
+			op := decode(t, fmt.Sprintf(`
 apiVersion: policy.flotilla.io/v1alpha1
 kind: OverridePolicy
-metadata: {name: %[1]s, namespace: tenant-identity}
+metadata: {name: rewrite, namespace: tenant-identity}
 spec:
-  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, name: %[1]s}]
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, name: plain}]
   overrideRules:
   - overriders:
-      plaintext: [{path: %[2]s, operator: replace, value: %[3]s}]
-`, tt.template, tt.path, tt.value))
-	}
-	for _, tt := range tests {
-		t.Run(tt.path, func(t *testing.T) {
-			rb := bindAndSchedule(t, ns, tt.template, "ConfigMap", placement(member1, 0))
-			eventually(t, "Rendered=False ForbiddenObject", func() error {
-				if err := hub.Client.Get(ctx(), keyOf(rb), rb); err != nil {
-					return err
-				}
-				return hasCondition(rb, workv1alpha1.ConditionRendered, metav1.ConditionFalse, workv1alpha1.BindingReasonForbiddenObject, "member member1: "+tt.message)
-			})
-			eventually(t, "a ForbiddenObject event on the template", func() error {
-				return eventOn(ns, tt.template, workv1alpha1.BindingReasonForbiddenObject, tt.message)
-			})
-			w, err := work(rb, member1)
-			if err != nil {
-				t.Fatal(err)
+      plaintext: [{path: %q, operator: replace, value: %s}]
+`, tt.path, tt.value))
+			err := hub.Client.Create(ctx(), op)
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("create: %v, want Invalid", err)
 			}
-			if n := len(w.Spec.Workload.Manifests); n != 0 {
-				t.Errorf("the Work carries %d manifests, want none", n)
+			want := `spec.overrideRules[0].overriders.plaintext[0].path: Forbidden: ` + tt.path + ` would change the object's identity or ownership`
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("denial %q, want it to contain %q", err, want)
 			}
-			consistently(t, time.Second, "nothing under the rewritten identity in member1", func() error {
-				return goneFromMember(member1, tt.rewritten)
-			})
 		})
+	}
+	rb := bindAndSchedule(t, ns, "plain", "ConfigMap", placement(member1, 0))
+	eventually(t, "the ConfigMap in member1 as it is, Rendered=True", func() error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plain"}}
+		if err := inMember(member1, cm); err != nil {
+			return err
+		}
+		if err := hub.Client.Get(ctx(), keyOf(rb), rb); err != nil {
+			return err
+		}
+		return hasCondition(rb, workv1alpha1.ConditionRendered, metav1.ConditionTrue, workv1alpha1.BindingReasonRendered, "")
+	})
+	if err := goneFromMember(member1, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "plain"}}); err != nil {
+		t.Error(err)
 	}
 }
