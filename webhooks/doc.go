@@ -14,6 +14,9 @@ func SetupWithManager(mgr ctrl.Manager) error {
 	if err := (&InertNamespace{}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := (&FederatedNamespace{}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	if err := (&OverridePolicy{}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -4,27 +4,38 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/flotilla-io/flotilla/internal/tenancy"
 )
 
 // InertNamespacePath is where the inert-namespace webhook is served.
 const InertNamespacePath = "/validate-inert-namespace"
 
-// +kubebuilder:webhook:path=/validate-inert-namespace,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods;persistentvolumeclaims;services,verbs=create;update,versions=v1,name=inert.namespace.flotilla.io,admissionReviewVersions=v1,patch=`{"namespaceSelector":{"matchLabels":{"flotilla.io/federated":"true"}}}`
+// +kubebuilder:webhook:path=/validate-inert-namespace,mutating=false,failurePolicy=fail,sideEffects=None,groups="",resources=pods;persistentvolumeclaims;services,verbs=create;update,versions=v1,name=inert.namespace.flotilla.io,admissionReviewVersions=v1,patch=`{"namespaceSelector":{"matchLabels":{"flotilla.io/federated":"true"},"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-public","kube-node-lease","flotilla-system"]}]}}`
 
 // InertNamespace keeps federated namespaces of the hub inert from the first
 // moment they carry the label: no Pod, PersistentVolumeClaim, LoadBalancer
-// or NodePort Service is admitted there, whoever creates it (the hub's own
+// or NodePort Service, nor a Service with spec.externalIPs (which would make
+// the hub's nodes answer for those addresses), is admitted there, whoever
+// creates it (the hub's own
 // kube-controller-manager runs the Deployments stored as templates). The
 // ResourceQuota that the federated-namespace controller keeps in each such
 // namespace says the same, but is written a moment after the namespace is
 // labelled; a namespace and a Deployment applied together would otherwise
 // start Pods on the management cluster in that moment. failurePolicy Fail:
 // with the manager down, nothing starts there either.
+//
+// Namespaces that cannot be federated (tenancy.NotFederatable: kube-*,
+// flotilla-system, flotilla-es-*) are never made inert, even when labelled
+// before the FederatedNamespace webhook existed: the fixed names are left
+// out by the namespaceSelector, so that the cluster's own Pods never wait on
+// this webhook, and the handler admits everything in the others.
 type InertNamespace struct{}
 
 // SetupWithManager registers the webhook.
@@ -36,6 +47,9 @@ func (w *InertNamespace) SetupWithManager(mgr ctrl.Manager) error {
 // Handle denies what would run or hold resources on the hub.
 func (w *InertNamespace) Handle(_ context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return admission.Allowed("")
+	}
+	if tenancy.NotFederatable(req.Namespace) != "" {
 		return admission.Allowed("")
 	}
 	why := fmt.Sprintf("namespace %s is federated (flotilla.io/federated=true): its templates run in member clusters, never on the hub", req.Namespace)
@@ -55,6 +69,9 @@ func (w *InertNamespace) Handle(_ context.Context, req admission.Request) admiss
 		}
 		if svc.Spec.Type == corev1.ServiceTypeLoadBalancer || svc.Spec.Type == corev1.ServiceTypeNodePort {
 			return admission.Denied(fmt.Sprintf("%s; a Service of type %s would open the hub (propagate it in an envelope)", why, svc.Spec.Type))
+		}
+		if len(svc.Spec.ExternalIPs) > 0 {
+			return admission.Denied(fmt.Sprintf("%s; a Service with spec.externalIPs (%s) would make the hub's nodes answer for those addresses (propagate it in an envelope)", why, strings.Join(svc.Spec.ExternalIPs, ", ")))
 		}
 	}
 	return admission.Allowed("")

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/tenancy"
 )
 
 // QuotaName is the ResourceQuota that keeps a federated namespace inert.
@@ -101,9 +102,11 @@ func IsFederated() predicate.Predicate {
 	return predicate.NewPredicateFuncs(Federated)
 }
 
-// Federated reports whether a namespace is federated.
+// Federated reports whether a namespace is federated: labelled, and not
+// one that cannot be (tenancy.NotFederatable: kube-*, flotilla-system,
+// flotilla-es-*; the label is refused at admission, but may predate it).
 func Federated(ns client.Object) bool {
-	return ns.GetLabels()[policyv1alpha1.FederatedLabel] == "true"
+	return ns.GetLabels()[policyv1alpha1.FederatedLabel] == "true" && tenancy.NotFederatable(ns.GetName()) == ""
 }
 
 // Reconcile puts the inert quota in place in a federated namespace.

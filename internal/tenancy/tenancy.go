@@ -7,6 +7,8 @@
 // Flotilla; cluster-scoped and cross-namespace objects travel only through a
 // ClusterResourceBinding, which is a cluster admin's ClusterPropagationPolicy.
 //
+// Which hub namespaces may be federated at all is here too (NotFederatable).
+//
 // Whether a kind is namespaced is the hub's REST mapping. A kind the hub
 // does not serve has no known scope and is refused: the rule cannot be
 // decided for it, and a member-only kind could be cluster-scoped.
