@@ -17,6 +17,9 @@ func SetupWithManager(mgr ctrl.Manager) error {
 	if err := (&FederatedNamespace{}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := (&ResourceBinding{}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	if err := (&OverridePolicy{}).SetupWithManager(mgr); err != nil {
 		return err
 	}

@@ -44,6 +44,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -282,6 +283,20 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, key bindingKey, b work
 // readTemplate reads the template the binding names, from the API server.
 func (r *Reconciler) readTemplate(ctx context.Context, s *rendering) (bool, error) {
 	res := s.binding.BindingSpec().Resource
+	if s.key.Kind == KindResourceBinding {
+		// Admission refuses another namespace (webhooks.ResourceBinding); a
+		// binding written around it is not trusted either.
+		switch res.Namespace {
+		case s.binding.GetNamespace():
+		case "":
+			res.Namespace = s.binding.GetNamespace()
+		default:
+			s.fail("", workv1alpha1.BindingReasonTemplateOutsideNamespace,
+				"spec.resource names %s %s: a ResourceBinding renders only templates of its own namespace %s; nothing is rendered",
+				res.Kind, objectName(res.Namespace, res.Name), s.binding.GetNamespace())
+			return false, nil
+		}
+	}
 	t := &unstructured.Unstructured{}
 	t.SetAPIVersion(res.APIVersion)
 	t.SetKind(res.Kind)
@@ -578,7 +593,11 @@ func (r *Reconciler) reportFailure(b workv1alpha1.Binding, previous *metav1.Cond
 	if previous != nil && previous.Status == cur.Status && previous.Reason == cur.Reason && previous.Message == cur.Message {
 		return
 	}
-	r.Recorder.Eventf(TemplateRef(b), b, corev1.EventTypeWarning, cur.Reason, "RenderWorks", "%s", eventNote(cur.Message))
+	var regarding runtime.Object = TemplateRef(b)
+	if cur.Reason == workv1alpha1.BindingReasonTemplateOutsideNamespace {
+		regarding = b // the template is another namespace's business, and so would be the event
+	}
+	r.Recorder.Eventf(regarding, b, corev1.EventTypeWarning, cur.Reason, "RenderWorks", "%s", eventNote(cur.Message))
 }
 
 // maxEventNote is the longest note events.k8s.io/v1 accepts.

@@ -159,3 +159,69 @@ data:
 		})
 	}
 }
+
+// TestATemplateReferenceToAnotherNamespaceIsNotRead: a ResourceBinding
+// whose spec.resource names another namespace (written around admission)
+// renders nothing and reads nothing there; an empty namespace means the
+// binding's own.
+func TestATemplateReferenceToAnotherNamespaceIsNotRead(t *testing.T) {
+	secret := object(t, `
+apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: other-tenant}
+`)
+	own := object(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: shop}
+`)
+	hub := fake.NewClientBuilder().WithScheme(hubscheme.New()).WithObjects(secret, own).Build()
+	tests := []struct {
+		name      string
+		ref       workv1alpha1.ObjectReference
+		proceed   bool
+		reason    string
+		message   string
+		wantTempl string
+	}{
+		{
+			name: "another namespace", ref: workv1alpha1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: "other-tenant", Name: "creds"},
+			reason:  workv1alpha1.BindingReasonTemplateOutsideNamespace,
+			message: "spec.resource names Secret other-tenant/creds: a ResourceBinding renders only templates of its own namespace shop; nothing is rendered",
+		},
+		{
+			name: "no namespace: the binding's own", ref: workv1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Name: "settings"},
+			proceed: true, wantTempl: "shop/settings",
+		},
+		{
+			name: "its own namespace", ref: workv1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "settings"},
+			proceed: true, wantTempl: "shop/settings",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Reconciler{Client: hub, APIReader: hub, RESTMapper: hubMapper()}
+			rb := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "b"}, Spec: workv1alpha1.ResourceBindingSpec{Resource: tt.ref}}
+			s := &rendering{key: bindingKey{Kind: KindResourceBinding, ObjectKey: client.ObjectKeyFromObject(rb)}, binding: rb}
+			proceed, err := r.readTemplate(context.Background(), s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if proceed != tt.proceed {
+				t.Fatalf("proceed %t, want %t (failures %+v)", proceed, tt.proceed, s.failures)
+			}
+			if !tt.proceed {
+				if s.template != nil {
+					t.Errorf("the other namespace's template was read: %v", s.template)
+				}
+				if len(s.failures) != 1 || s.failures[0].reason != tt.reason || s.failures[0].message != tt.message {
+					t.Errorf("failures %+v, want %s %q", s.failures, tt.reason, tt.message)
+				}
+				return
+			}
+			if got := s.template.GetNamespace() + "/" + s.template.GetName(); got != tt.wantTempl {
+				t.Errorf("template %s, want %s", got, tt.wantTempl)
+			}
+		})
+	}
+}

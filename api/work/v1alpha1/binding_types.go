@@ -379,6 +379,9 @@ const (
 	// BindingReasonForbiddenObject: an object a ResourceBinding would render
 	// breaks the tenancy rule (internal/tenancy) and is left out of the Work.
 	BindingReasonForbiddenObject = "ForbiddenObject"
+	// BindingReasonTemplateOutsideNamespace: a ResourceBinding's
+	// spec.resource names another namespace; nothing is rendered.
+	BindingReasonTemplateOutsideNamespace = "TemplateOutsideNamespace"
 
 	// Reasons of FullyApplied.
 	BindingReasonFullyApplied    = "FullyApplied"

@@ -259,6 +259,15 @@ spec:
 			want: rejection{"spec.overrideRules[0].overriders.plaintext[0].path", "/metadata/namespace would change the object's identity or ownership"},
 		},
 		{
+			name: "binding whose template is another tenant's",
+			yaml: `
+apiVersion: work.flotilla.io/v1alpha1
+kind: ResourceBinding
+metadata: {name: steal, namespace: fleet}
+spec: {resource: {apiVersion: v1, kind: Secret, namespace: other-tenant, name: db-credentials}}`,
+			want: rejection{"spec.resource.namespace", "must be empty or the binding's own namespace fleet: a ResourceBinding renders only templates of its own namespace"},
+		},
+		{
 			name: "member with an unknown sync mode",
 			yaml: `
 apiVersion: cluster.flotilla.io/v1alpha1
@@ -273,6 +282,32 @@ spec: {clusterRef: {namespace: ns, name: c}, syncMode: Sideways}`,
 			err := createFromYAML(t, tc.yaml)
 			assertRejected(t, err, tc.want)
 		})
+	}
+}
+
+// TestABindingMayNameItsOwnNamespaceOrNone: the template reference rule
+// admits the bindings the detector writes, and refuses moving one to
+// another namespace by an update.
+func TestABindingMayNameItsOwnNamespaceOrNone(t *testing.T) {
+	ensureNamespace(t, "fleet")
+	ctx := context.Background()
+	for _, ns := range []string{"fleet", ""} {
+		obj := objectFromYAML(t, `
+apiVersion: work.flotilla.io/v1alpha1
+kind: ResourceBinding
+metadata: {name: own, namespace: fleet}
+spec: {resource: {apiVersion: v1, kind: ConfigMap, name: settings}}`)
+		if ns != "" {
+			_ = unstructured.SetNestedField(obj.Object, ns, "spec", "resource", "namespace")
+		}
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatalf("template namespace %q: %v", ns, err)
+		}
+		_ = unstructured.SetNestedField(obj.Object, "kube-system", "spec", "resource", "namespace")
+		assertRejected(t, env.Client.Update(ctx, obj), rejection{"spec.resource.namespace", "must be empty or the binding's own namespace fleet"})
+		if err := env.Client.Delete(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
