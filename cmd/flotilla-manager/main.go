@@ -149,6 +149,9 @@ func run(opts *options) error {
 	if err := opts.complete(cfg); err != nil {
 		return err
 	}
+	if err := opts.failover.Pacing.Validate(); err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
@@ -197,7 +200,8 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 		return fmt.Errorf("set up quota: %w", err)
 	}
 	members := propagation.MemberClientsFrom(memberclient.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme()))
-	if err := propagation.SetupWithManager(ctx, mgr, propagation.Options{MemberClients: members}); err != nil {
+	access := &enrolment.Access{Reader: mgr.GetAPIReader()}
+	if err := propagation.SetupWithManager(ctx, mgr, propagation.Options{MemberClients: members, MemberAccess: access}); err != nil {
 		return fmt.Errorf("set up propagation: %w", err)
 	}
 	failoverOpts := opts.failover

@@ -28,11 +28,15 @@ package applier
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -49,6 +53,37 @@ import (
 type MemberClients interface {
 	ClientFor(ctx context.Context, member string) (client.Client, meta.RESTMapper, error)
 }
+
+// Access extends the member identity's rights to what a Work's objects need
+// before the Work is applied (the hub's Push identity is granted namespaces
+// and kinds as Works need them, by enrolment; see controllers/enrolment).
+// An error leaves the Work unapplied, with reason AccessRefusedReason when
+// it wraps a refusal, and is retried.
+type Access interface {
+	Grant(ctx context.Context, member string, w *workv1alpha1.Work, need Need) error
+}
+
+// Need is what applying a Work requires of the member identity.
+type Need struct {
+	// Namespaces the Work's namespaced objects live in, sorted.
+	Namespaces []string
+	// Resources the Work's objects are, each once.
+	Resources []Resource
+}
+
+// Resource is a kind as the member serves it.
+type Resource struct {
+	schema.GroupResource
+	Namespaced bool
+}
+
+// AccessRefusedReason is the Applied condition's reason of a Work the
+// member identity may not be granted what it needs.
+const AccessRefusedReason = "AccessRefused"
+
+// ErrAccessRefused is wrapped by an Access error that is a refusal by rule,
+// not a failure to grant.
+var ErrAccessRefused = errors.New("refused")
 
 // Options say how soon a Work is looked at again.
 type Options struct {
@@ -97,6 +132,8 @@ type Applier struct {
 	Members MemberClients
 	// Recorder records ApplyFailed and RemoveFailed events on Works.
 	Recorder events.EventRecorder
+	// Access, when set, is asked before each apply for what the Work needs.
+	Access Access
 	Options
 }
 
@@ -129,6 +166,19 @@ func (a *Applier) Apply(ctx context.Context, member string, w *workv1alpha1.Work
 	t, err := a.connect(ctx, member, w)
 	if err != nil {
 		return Outcome{RequeueAfter: a.ResyncUnhealthy}, nil
+	}
+	if a.Access != nil {
+		if err := a.Access.Grant(ctx, member, w, needOf(t, w)); err != nil {
+			reason := workv1alpha1.WorkReasonApplyFailed
+			if errors.Is(err, ErrAccessRefused) {
+				reason = AccessRefusedReason
+			}
+			if !conditions.IsFalse(w, workv1alpha1.WorkApplied) || conditions.GetReason(w, workv1alpha1.WorkApplied) != reason {
+				a.Recorder.Eventf(w, nil, corev1.EventTypeWarning, ApplyFailedReason, "Apply", "member %s identity: %v", member, err)
+			}
+			markApplied(w, metav1.ConditionFalse, reason, "the identity in member %s cannot be given what the Work needs: %v", member, err)
+			return Outcome{RequeueAfter: a.ResyncUnhealthy}, nil
+		}
 	}
 	results := a.applyManifests(ctx, t, w)
 	if err := a.removeDropped(ctx, t, w, results); err != nil {
@@ -210,3 +260,25 @@ func suspended(w *workv1alpha1.Work) bool {
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
+
+// needOf is what a Work's objects require in the member: their namespaces
+// and kinds. Manifests the member cannot map are left to the apply, which
+// reports them.
+func needOf(t target, w *workv1alpha1.Work) Need {
+	var need Need
+	for i, m := range w.Spec.Workload.Manifests {
+		mf, failed := locate(t, i, m.Raw)
+		if failed != nil {
+			continue
+		}
+		r := Resource{GroupResource: mf.mapping.Resource.GroupResource(), Namespaced: mf.mapping.Scope.Name() == meta.RESTScopeNameNamespace}
+		if r.Namespaced && !slices.Contains(need.Namespaces, mf.obj.GetNamespace()) {
+			need.Namespaces = append(need.Namespaces, mf.obj.GetNamespace())
+		}
+		if !slices.Contains(need.Resources, r) {
+			need.Resources = append(need.Resources, r)
+		}
+	}
+	slices.Sort(need.Namespaces)
+	return need
+}

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -146,7 +148,7 @@ func (r *Reconciler) ensureIdentity(ctx context.Context, s *scope, key client.Ob
 		return nil, false, fmt.Errorf("discover the API of member %s: %w", s.memberName, err)
 	}
 	rules := hubRules(lists)
-	token, err := applyIdentity(ctx, admin.client, rules)
+	token, err := applyIdentity(ctx, admin.client, lists)
 	if err != nil {
 		return nil, false, fmt.Errorf("set up ServiceAccount %s/%s in member %s: %w", clusterv1alpha1.SystemNamespace, hubIdentity, s.memberName, err)
 	}
@@ -188,7 +190,11 @@ func (r *Reconciler) ensureHubNamespace(ctx context.Context) error {
 
 // applyIdentity writes the identity's objects into the member and returns
 // its token, "" while the member's token controller has not filled it in.
-func applyIdentity(ctx context.Context, c client.Client, rules []rbacv1.PolicyRule) (string, error) {
+// The namespaces and kinds granted to it on demand (access.go) are kept.
+func applyIdentity(ctx context.Context, c client.Client, lists []*metav1.APIResourceList) (string, error) {
+	if err := servesAdmissionPolicies(lists); err != nil {
+		return "", err
+	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.SystemNamespace, Labels: map[string]string{"app.kubernetes.io/part-of": "flotilla"}}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", err
@@ -197,20 +203,12 @@ func applyIdentity(ctx context.Context, c client.Client, rules []rbacv1.PolicyRu
 	if _, err := controllerutil.CreateOrUpdate(ctx, c, sa, func() error { sa.Labels = managedBy(); return nil }); err != nil {
 		return "", err
 	}
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: hubIdentity}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, c, role, func() error {
-		role.Labels, role.Rules = managedBy(), rules
-		return nil
-	}); err != nil {
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: clusterv1alpha1.SystemNamespace, Name: hubIdentity}}
+	granted, err := applyRoles(ctx, c, hubIdentity, subjects, hubRules(lists))
+	if err != nil {
 		return "", err
 	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: hubIdentity}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, c, binding, func() error {
-		binding.Labels = managedBy()
-		binding.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: hubIdentity}
-		binding.Subjects = []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: clusterv1alpha1.SystemNamespace, Name: hubIdentity}}
-		return nil
-	}); err != nil {
+	if err := applyGuard(ctx, c, hubIdentity, serviceAccountUser(clusterv1alpha1.SystemNamespace, hubIdentity), granted); err != nil {
 		return "", err
 	}
 	token, err := ensureTokenSecret(ctx, c, sa, hubTokenSecret)
@@ -218,6 +216,79 @@ func applyIdentity(ctx context.Context, c client.Client, rules []rbacv1.PolicyRu
 		return "", err
 	}
 	return string(token.Data[corev1.ServiceAccountTokenKey]), nil
+}
+
+func serviceAccountUser(namespace, name string) string {
+	return "system:serviceaccount:" + namespace + ":" + name
+}
+
+// applyRoles writes the identity's roles and bindings (see rbac.go) for
+// subjects, and returns the kinds granted to it so far. The granted role is
+// created empty and otherwise left as it is: grants only grow.
+func applyRoles(ctx context.Context, c client.Client, name string, subjects []rbacv1.Subject, namespaced []rbacv1.PolicyRule) ([]schema.GroupResource, error) {
+	clusterRole := func(role string, rules []rbacv1.PolicyRule) error {
+		cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}}
+		_, err := controllerutil.CreateOrUpdate(ctx, c, cr, func() error { cr.Labels, cr.Rules = managedBy(), rules; return nil })
+		return err
+	}
+	clusterBinding := func(role string) error {
+		b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role}}
+		_, err := controllerutil.CreateOrUpdate(ctx, c, b, func() error {
+			b.Labels, b.Subjects = managedBy(), subjects
+			b.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}
+			return nil
+		})
+		return err
+	}
+	if err := clusterRole(name, baseRules()); err != nil {
+		return nil, err
+	}
+	if err := clusterBinding(name); err != nil {
+		return nil, err
+	}
+	if err := clusterRole(name+namespacedSuffix, namespaced); err != nil {
+		return nil, err
+	}
+	granted := &rbacv1.ClusterRole{}
+	err := c.Get(ctx, client.ObjectKey{Name: name + grantedSuffix}, granted)
+	if apierrors.IsNotFound(err) {
+		granted = &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name + grantedSuffix, Labels: managedBy()}}
+		err = c.Create(ctx, granted)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := clusterBinding(name + grantedSuffix); err != nil {
+		return nil, err
+	}
+	capacity := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.SystemNamespace, Name: name + capacitySuffix}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, capacity, func() error { capacity.Labels, capacity.Rules = managedBy(), capacityRules(); return nil }); err != nil {
+		return nil, err
+	}
+	capacityBinding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.SystemNamespace, Name: name + capacitySuffix}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, capacityBinding, func() error {
+		capacityBinding.Labels, capacityBinding.Subjects = managedBy(), subjects
+		capacityBinding.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: capacity.Name}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return grantedResources(granted.Rules), nil
+}
+
+// applyGuard writes the admission policy that confines username, allowing
+// the sensitive kinds granted.
+func applyGuard(ctx context.Context, c client.Client, name, username string, granted []schema.GroupResource) error {
+	want, wantBinding := guardPolicy(name, username, granted)
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: want.Name}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, policy, func() error { policy.Labels, policy.Spec = managedBy(), want.Spec; return nil }); err != nil {
+		return fmt.Errorf("write ValidatingAdmissionPolicy %s: %w", want.Name, err)
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: wantBinding.Name}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, binding, func() error { binding.Labels, binding.Spec = managedBy(), wantBinding.Spec; return nil }); err != nil {
+		return fmt.Errorf("write ValidatingAdmissionPolicyBinding %s: %w", wantBinding.Name, err)
+	}
+	return nil
 }
 
 // ensureTokenSecret keeps a kubernetes.io/service-account-token Secret for sa
@@ -253,15 +324,33 @@ func ensureTokenSecret(ctx context.Context, c client.Client, sa *corev1.ServiceA
 	return nil, nil
 }
 
-// removeIdentity deletes the identity from a member that stays, on unenrol.
+// removeIdentity deletes the identity from a member that stays, on unenrol:
+// its roles, bindings (also those in managed namespaces), admission policy,
+// token and ServiceAccount. Namespaces and their objects stay.
 func removeIdentity(ctx context.Context, c client.Client) error {
 	var errs []error
-	for _, o := range []client.Object{
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: hubIdentity}},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: hubIdentity}},
+	namespaces := &corev1.NamespaceList{}
+	if err := c.List(ctx, namespaces, client.MatchingLabels{ManagedNamespaceLabel: "true"}); err != nil {
+		errs = append(errs, err)
+	}
+	objs := []client.Object{}
+	for _, ns := range namespaces.Items {
+		objs = append(objs, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: hubIdentity}})
+	}
+	objs = append(objs,
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: hubIdentity}},
+		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: hubIdentity}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.SystemNamespace, Name: hubIdentity + capacitySuffix}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.SystemNamespace, Name: hubIdentity + capacitySuffix}},
+	)
+	for _, name := range []string{hubIdentity, hubIdentity + grantedSuffix, hubIdentity + namespacedSuffix} {
+		objs = append(objs, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+	objs = append(objs,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.SystemNamespace, Name: hubTokenSecret}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.SystemNamespace, Name: hubIdentity}},
-	} {
+	)
+	for _, o := range objs {
 		if err := c.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
 		}
@@ -269,8 +358,12 @@ func removeIdentity(ctx context.Context, c client.Client) error {
 	return errors.Join(errs...)
 }
 
+// ptrTo returns a pointer to v.
+func ptrTo[T any](v T) *T { return &v }
+
 // admin is a connection with CAPI's admin kubeconfig.
 type admin struct {
+	config    *rest.Config
 	client    client.Client
 	discovery discovery.DiscoveryInterface
 }
@@ -302,7 +395,7 @@ func adminClient(kubeconfig *corev1.Secret) (*admin, *clientcmdapi.Cluster, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	return &admin{client: c, discovery: cs.Discovery()}, cluster, nil
+	return &admin{config: cfg, client: c, discovery: cs.Discovery()}, cluster, nil
 }
 
 // observe looks at the member as the scoped identity: version, discovery and

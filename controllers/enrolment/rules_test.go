@@ -10,6 +10,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	capiv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
@@ -115,22 +116,24 @@ func TestApplyPlacementKeepsLabelsItDoesNotOwn(t *testing.T) {
 	}
 }
 
-func TestHubRulesGrantTopLevelResourcesWithoutEscalatingVerbs(t *testing.T) {
+func TestNamespacedRulesGrantTopLevelNamespacedResourcesWithoutRBACOrEscalatingVerbs(t *testing.T) {
 	lists := []*metav1.APIResourceList{
 		{GroupVersion: "v1", APIResources: []metav1.APIResource{
-			{Name: "pods"}, {Name: "pods/exec"}, {Name: "pods/log"}, {Name: "secrets"}, {Name: "serviceaccounts"}, {Name: "serviceaccounts/token"}, {Name: "nodes"}, {Name: "nodes/proxy"},
+			{Name: "pods", Namespaced: true}, {Name: "pods/exec", Namespaced: true}, {Name: "pods/log", Namespaced: true},
+			{Name: "secrets", Namespaced: true}, {Name: "serviceaccounts", Namespaced: true}, {Name: "serviceaccounts/token", Namespaced: true},
+			{Name: "bindings", Namespaced: true}, {Name: "nodes"}, {Name: "nodes/proxy"}, {Name: "namespaces"},
 		}},
-		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{{Name: "deployments"}, {Name: "deployments/scale"}}},
-		{GroupVersion: "rbac.authorization.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "clusterrolebindings"}, {Name: "roles"}}},
-		{GroupVersion: "autoscaling/v1", APIResources: []metav1.APIResource{{Name: "horizontalpodautoscalers"}}},
-		{GroupVersion: "autoscaling/v2", APIResources: []metav1.APIResource{{Name: "horizontalpodautoscalers"}}},
+		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{{Name: "deployments", Namespaced: true}, {Name: "deployments/scale", Namespaced: true}}},
+		{GroupVersion: "rbac.authorization.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "clusterrolebindings"}, {Name: "roles", Namespaced: true}}},
+		{GroupVersion: "admissionregistration.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "validatingwebhookconfigurations"}}},
+		{GroupVersion: "autoscaling/v1", APIResources: []metav1.APIResource{{Name: "horizontalpodautoscalers", Namespaced: true}}},
+		{GroupVersion: "autoscaling/v2", APIResources: []metav1.APIResource{{Name: "horizontalpodautoscalers", Namespaced: true}}},
 	}
 	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 	want := []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"nodes", "pods", "secrets", "serviceaccounts"}, Verbs: verbs},
+		{APIGroups: []string{""}, Resources: []string{"pods", "secrets", "serviceaccounts"}, Verbs: verbs},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: verbs},
 		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: verbs},
-		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterrolebindings", "roles"}, Verbs: verbs},
 	}
 	got := hubRules(lists)
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -139,8 +142,36 @@ func TestHubRulesGrantTopLevelResourcesWithoutEscalatingVerbs(t *testing.T) {
 	if rulesHash(got) != rulesHash(hubRules(lists)) {
 		t.Error("rulesHash is not deterministic")
 	}
-	lists[1].APIResources = append(lists[1].APIResources, metav1.APIResource{Name: "statefulsets"})
+	lists[1].APIResources = append(lists[1].APIResources, metav1.APIResource{Name: "statefulsets", Namespaced: true})
 	if rulesHash(got) == rulesHash(hubRules(lists)) {
 		t.Error("rulesHash did not change when the member started serving a new resource")
+	}
+	if err := servesAdmissionPolicies(lists); err == nil {
+		t.Error("a member without ValidatingAdmissionPolicy was accepted")
+	}
+	lists = append(lists, &metav1.APIResourceList{GroupVersion: "admissionregistration.k8s.io/v1", APIResources: []metav1.APIResource{
+		{Name: "validatingadmissionpolicies"}, {Name: "validatingadmissionpolicybindings"}}})
+	if err := servesAdmissionPolicies(lists); err != nil {
+		t.Errorf("a member serving ValidatingAdmissionPolicy was refused: %v", err)
+	}
+}
+
+func TestGrantedRBACKindsComeWithTheVerbThatWritesThemAsPropagated(t *testing.T) {
+	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	got := grantedRules([]schema.GroupResource{
+		{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
+		{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
+		{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"},
+	})
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: verbs},
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: append(slices.Clone(verbs), "escalate")},
+		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings"}, Verbs: append(slices.Clone(verbs), "bind")},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("grantedRules =\n%v\nwant\n%v", got, want)
+	}
+	if back := grantedResources(got); len(back) != 3 {
+		t.Errorf("grantedResources(grantedRules(3 kinds)) = %v", back)
 	}
 }

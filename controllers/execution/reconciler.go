@@ -43,6 +43,10 @@ import (
 // scoped identity there; see applier.MemberClients.
 type MemberClients = applier.MemberClients
 
+// Access grants the hub's identity in a member what a Work needs before it
+// is applied; see applier.Access.
+type Access = applier.Access
+
 // Options tune how often Works are applied again; see applier.Options.
 type Options = applier.Options
 
@@ -63,7 +67,10 @@ const (
 type Reconciler struct {
 	Client        client.Client
 	MemberClients MemberClients
-	Recorder      events.EventRecorder
+	// Access, when set, extends the member identity's rights (namespaces,
+	// cluster-scoped kinds) before a Work is applied.
+	Access   Access
+	Recorder events.EventRecorder
 	Options
 
 	applier *applier.Applier
@@ -76,7 +83,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 		return errors.New("execution: Client, MemberClients and Recorder must be set")
 	}
 	r.Options.Default()
-	r.applier = &applier.Applier{Works: r.Client, Members: r.MemberClients, Recorder: r.Recorder, Options: r.Options}
+	r.applier = &applier.Applier{Works: r.Client, Members: r.MemberClients, Access: r.Access, Recorder: r.Recorder, Options: r.Options}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("execution").
 		For(&workv1alpha1.Work{}, builder.WithPredicates(

@@ -28,6 +28,10 @@ import (
 type Options struct {
 	// MemberClients reach Push-mode members as the hub's scoped identity.
 	MemberClients execution.MemberClients
+	// MemberAccess grants the hub's identity in a member what a Work needs
+	// (namespaces, cluster-scoped kinds) before it is applied; nil when the
+	// member clients need no grants.
+	MemberAccess execution.Access
 	// Execution tunes how often Works are re-applied.
 	Execution execution.Options
 	// Concurrency is how many templates, bindings and Works each controller
@@ -64,7 +68,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		SetupWithManager(ctx, mgr, options); err != nil {
 		return fmt.Errorf("binding controller: %w", err)
 	}
-	if err := (&execution.Reconciler{Client: c, MemberClients: opts.MemberClients, Recorder: mgr.GetEventRecorder("flotilla-execution"), Options: opts.Execution}).
+	if err := (&execution.Reconciler{Client: c, MemberClients: opts.MemberClients, Access: opts.MemberAccess, Recorder: mgr.GetEventRecorder("flotilla-execution"), Options: opts.Execution}).
 		SetupWithManager(mgr, options); err != nil {
 		return fmt.Errorf("execution controller: %w", err)
 	}

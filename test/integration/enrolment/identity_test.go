@@ -6,15 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -42,66 +37,6 @@ func hubIdentity(t *testing.T, member string) *corev1.Secret {
 		t.Fatalf("hub identity Secret of %s: %v", member, err)
 	}
 	return s
-}
-
-func TestScopedIdentityPushesWorkloadsButCannotEscalate(t *testing.T) {
-	createCluster(t, "enrol-identity", "scoped", clusterOpts{labels: enrolled})
-	waitEnrolled(t, "scoped")
-
-	cache := memberClients()
-	m, err := cache.Get(ctx(), "scoped")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(hubIdentity(t, "scoped").Data["value"]), "client-certificate-data") {
-		t.Fatal("the hub identity kubeconfig carries a client certificate: it must be the ServiceAccount token, not CAPI's admin credentials")
-	}
-
-	// What Works need: namespaces and workloads.
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pushed"}}
-	if err := m.Client.Create(ctx(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("scoped identity cannot create a namespace: %v", err)
-	}
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "pushed", Name: "web"},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
-			},
-		},
-	}
-	if err := m.Client.Create(ctx(), dep); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("scoped identity cannot create a Deployment: %v", err)
-	}
-
-	// What would escalate: binding cluster-admin, minting tokens, impersonating.
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "flotilla-hub-escalates"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "flotilla-system", Name: "flotilla-hub"}},
-	}
-	if err := m.Client.Create(ctx(), crb); !apierrors.IsForbidden(err) {
-		t.Errorf("binding cluster-admin: got %v, want Forbidden", err)
-	}
-	cs := kubernetes.NewForConfigOrDie(m.Config)
-	_, err = cs.CoreV1().ServiceAccounts("flotilla-system").CreateToken(ctx(), "flotilla-hub", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	if !apierrors.IsForbidden(err) {
-		t.Errorf("minting a ServiceAccount token: got %v, want Forbidden", err)
-	}
-	imp := rest.CopyConfig(m.Config)
-	imp.Impersonate = rest.ImpersonationConfig{UserName: "system:admin", Groups: []string{"system:masters"}}
-	_, err = kubernetes.NewForConfigOrDie(imp).CoreV1().Namespaces().List(ctx(), metav1.ListOptions{})
-	if !apierrors.IsForbidden(err) {
-		t.Errorf("impersonating system:masters: got %v, want Forbidden", err)
-	}
-
-	// The cache hands out the same connection until the Secret changes.
-	again, err := cache.Get(ctx(), "scoped")
-	if err != nil || again != m {
-		t.Errorf("second Get returned a new connection (%v)", err)
-	}
 }
 
 func TestDeletedMemberTokenIsReplaced(t *testing.T) {

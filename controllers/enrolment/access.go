@@ -1,0 +1,284 @@
+package enrolment
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"sigs.k8s.io/cluster-api/util/secret"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/applier"
+)
+
+// How the hub identity's rights grow. Enrolment gives the identity no write
+// anywhere (rbac.go). Before the execution controller applies a Work, it
+// asks Access for what the Work's objects need; Access grants what is
+// missing with CAPI's admin kubeconfig — the credentials enrolment sets the
+// identity up with; the identity never grants itself:
+//
+//   - a namespace N: N is created if missing (labelled as Flotilla's),
+//     labelled flotilla.io/managed-namespace=true, and gets the RoleBinding
+//     flotilla-hub to ClusterRole flotilla-hub-namespaced;
+//   - a cluster-scoped kind, or an RBAC or admission kind: added to
+//     ClusterRole flotilla-hub-granted and to the kinds the admission policy
+//     lets through — only for a Work of a ClusterResourceBinding (a cluster
+//     admin's ClusterPropagationPolicy); a ResourceBinding's Work never
+//     widens the identity beyond its namespaces.
+//
+// kube-system, kube-public, kube-node-lease and flotilla-system are never
+// granted. Grants are not taken back while the member stays enrolled (a
+// workload's namespace is kept when it leaves); unenrolling removes them.
+
+// accessTTL bounds how long a grant is taken as still in place without
+// looking (a member admin may remove a RoleBinding).
+const accessTTL = 10 * time.Minute
+
+// Access grants the hub identity in Push-mode members what Works need.
+type Access struct {
+	// Reader reads MemberClusters and CAPI's kubeconfig Secrets on the hub
+	// (the manager's API reader: Secrets are not cached).
+	Reader client.Reader
+
+	mu      sync.Mutex
+	granted map[string]*grants
+}
+
+// grants are what a member's identity is known to hold.
+type grants struct {
+	// guarded: the identity's admission policy was seen in force.
+	guarded    bool
+	namespaces map[string]time.Time
+	resources  map[schema.GroupResource]time.Time
+}
+
+var _ applier.Access = &Access{}
+
+// Grant makes sure the hub identity in member holds what need says, before
+// w is applied.
+func (a *Access) Grant(ctx context.Context, member string, w *workv1alpha1.Work, need applier.Need) error {
+	clusterWide := w.Annotations[workv1alpha1.BindingKindAnnotation] == "ClusterResourceBinding"
+	var namespaces []string
+	var resources []schema.GroupResource
+	for _, ns := range need.Namespaces {
+		if slices.Contains(reservedNamespaces, ns) {
+			return fmt.Errorf("namespace %s: %w: Flotilla never writes in %v of a member", ns, applier.ErrAccessRefused, reservedNamespaces)
+		}
+		if !a.holds(member, ns, schema.GroupResource{}) {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	for _, r := range need.Resources {
+		if r.Namespaced && !slices.Contains(sensitiveGroups, r.Group) {
+			continue // the namespace's RoleBinding covers it
+		}
+		if !clusterWide {
+			return fmt.Errorf("%s: %w: only a ClusterPropagationPolicy propagates cluster-scoped, RBAC or admission kinds", r.GroupResource, applier.ErrAccessRefused)
+		}
+		if !a.holds(member, "", r.GroupResource) && !slices.Contains(resources, r.GroupResource) {
+			resources = append(resources, r.GroupResource)
+		}
+	}
+	if len(namespaces) == 0 && len(resources) == 0 {
+		return nil
+	}
+	admin, err := a.adminOf(ctx, member)
+	if err != nil {
+		return err
+	}
+	c, username := admin.client, serviceAccountUser(clusterv1alpha1.SystemNamespace, hubIdentity)
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: clusterv1alpha1.SystemNamespace, Name: hubIdentity}}
+	for _, ns := range namespaces {
+		if err := ensureManagedNamespace(ctx, c, ns); err != nil {
+			return fmt.Errorf("namespace %s of member %s: %w", ns, member, err)
+		}
+		if !a.guarded(member) {
+			// Never a write right before the policy that keeps the
+			// identity from minting tokens is in force.
+			if err := guardInForce(ctx, admin.config, hubIdentity, username, ns); err != nil {
+				return fmt.Errorf("member %s: %w", member, err)
+			}
+			a.markGuarded(member)
+		}
+		if err := bindNamespace(ctx, c, ns, hubIdentity, subjects); err != nil {
+			return fmt.Errorf("grant the hub identity namespace %s of member %s: %w", ns, member, err)
+		}
+		a.record(member, ns, schema.GroupResource{})
+	}
+	if len(resources) > 0 {
+		if err := grantResources(ctx, c, hubIdentity, username, resources); err != nil {
+			return fmt.Errorf("grant the hub identity %v in member %s: %w", resources, member, err)
+		}
+		for _, r := range resources {
+			a.record(member, "", r)
+		}
+	}
+	return nil
+}
+
+// Forget drops what is known of member's grants (identity re-created,
+// member removed).
+func (a *Access) Forget(member string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.granted, member)
+}
+
+func (a *Access) holds(member, ns string, r schema.GroupResource) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	g := a.granted[member]
+	if g == nil {
+		return false
+	}
+	at, ok := g.resources[r]
+	if ns != "" {
+		at, ok = g.namespaces[ns]
+	}
+	return ok && time.Since(at) < accessTTL
+}
+
+func (a *Access) guarded(member string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.grantsOf(member).guarded
+}
+
+func (a *Access) markGuarded(member string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.grantsOf(member).guarded = true
+}
+
+// grantsOf is member's entry; a.mu is held.
+func (a *Access) grantsOf(member string) *grants {
+	if a.granted == nil {
+		a.granted = map[string]*grants{}
+	}
+	g := a.granted[member]
+	if g == nil {
+		g = &grants{namespaces: map[string]time.Time{}, resources: map[schema.GroupResource]time.Time{}}
+		a.granted[member] = g
+	}
+	return g
+}
+
+func (a *Access) record(member, ns string, r schema.GroupResource) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	g := a.grantsOf(member)
+	if ns != "" {
+		g.namespaces[ns] = time.Now()
+	} else {
+		g.resources[r] = time.Now()
+	}
+}
+
+// adminOf connects to member with its Cluster's CAPI kubeconfig.
+func (a *Access) adminOf(ctx context.Context, member string) (*admin, error) {
+	m := &clusterv1alpha1.MemberCluster{}
+	if err := a.Reader.Get(ctx, client.ObjectKey{Name: member}, m); err != nil {
+		return nil, fmt.Errorf("read MemberCluster %s: %w", member, err)
+	}
+	ref := m.Spec.ClusterRef
+	kubeconfig, err := secret.Get(ctx, a.Reader, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("read the kubeconfig Secret of Cluster %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	admin, _, err := adminClient(kubeconfig)
+	return admin, err
+}
+
+// ensureManagedNamespace creates ns (as Flotilla's) or labels it managed.
+func ensureManagedNamespace(ctx context.Context, c client.Client, ns string) error {
+	n := &corev1.Namespace{}
+	err := c.Get(ctx, client.ObjectKey{Name: ns}, n)
+	switch {
+	case apierrors.IsNotFound(err):
+		n = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
+			ManagedNamespaceLabel: "true", workv1alpha1.ManagedByLabel: workv1alpha1.ManagedByValue}}}
+		if err := c.Create(ctx, n); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	case err != nil:
+		return err
+	case n.Labels[ManagedNamespaceLabel] != "true":
+		before := n.DeepCopy()
+		setLabel(n, ManagedNamespaceLabel, "true")
+		if err := c.Patch(ctx, n, client.MergeFrom(before)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bindNamespace binds the identity name's namespaced role in ns.
+func bindNamespace(ctx context.Context, c client.Client, ns, name string, subjects []rbacv1.Subject) error {
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	_, err := controllerutil.CreateOrUpdate(ctx, c, rb, func() error {
+		rb.Labels, rb.Subjects = managedBy(), subjects
+		rb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name + namespacedSuffix}
+		return nil
+	})
+	return err
+}
+
+// grantResources adds resources to the identity's granted role and to what
+// its admission policy lets through.
+func grantResources(ctx context.Context, c client.Client, name, username string, resources []schema.GroupResource) error {
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name + grantedSuffix}}
+	var all []schema.GroupResource
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, role, func() error {
+		all = grantedResources(role.Rules)
+		for _, r := range resources {
+			if !slices.Contains(all, r) {
+				all = append(all, r)
+			}
+		}
+		role.Labels, role.Rules = managedBy(), grantedRules(all)
+		return nil
+	}); err != nil {
+		return err
+	}
+	return applyGuard(ctx, c, name, username, all)
+}
+
+// guardInForce asks the member, by a dry run made as username (impersonated
+// with CAPI's admin credentials, in group system:masters so that RBAC lets
+// the request through to admission), to create a service-account-token
+// Secret in ns: the identity's admission policy must refuse it.
+func guardInForce(ctx context.Context, adminConfig *rest.Config, policy, username, ns string) error {
+	cfg := rest.CopyConfig(adminConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: username, Groups: []string{"system:masters", "system:authenticated"}}
+	c, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
+	if err != nil {
+		return err
+	}
+	probe := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "flotilla-guard-probe-", Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}},
+		Type:       corev1.SecretTypeServiceAccountToken,
+	}
+	err = c.Create(ctx, probe, client.DryRunAll)
+	switch {
+	case err == nil:
+		return fmt.Errorf("the admission policy %s is not in force yet (a dry-run token Secret was admitted)", policy)
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"+policy+"'"):
+		return nil
+	default:
+		return fmt.Errorf("check that the admission policy %s is in force: %w", policy, err)
+	}
+}
