@@ -126,22 +126,14 @@ func (r *Reconciler) applyAgentCredentials(ctx context.Context, s *scope) (*core
 	}{
 		{sa, func() {}},
 		{role, func() {
-			role.Rules = []rbacv1.PolicyRule{
-				{APIGroups: []string{workv1alpha1.GroupVersion.Group}, Resources: []string{"works"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
-				{APIGroups: []string{workv1alpha1.GroupVersion.Group}, Resources: []string{"works/status"}, Verbs: []string{"get", "update", "patch"}},
-				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
-				{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
-			}
+			role.Rules = agentHubRules()
 		}},
 		{binding, func() {
 			binding.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: agentRole}
 			binding.Subjects = subjects
 		}},
 		{clusterRole, func() {
-			clusterRole.Rules = []rbacv1.PolicyRule{{
-				APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"memberclusters", "memberclusters/status"},
-				ResourceNames: []string{member}, Verbs: []string{"get", "update", "patch"},
-			}}
+			clusterRole.Rules = agentMemberClusterRules(member)
 		}},
 		{clusterBinding, func() {
 			clusterBinding.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: clusterRole.Name}
@@ -150,6 +142,9 @@ func (r *Reconciler) applyAgentCredentials(ctx context.Context, s *scope) (*core
 	} {
 		if _, err := controllerutil.CreateOrUpdate(ctx, r.uncached(), w.obj, func() error {
 			w.mutate()
+			for k, v := range managedBy() {
+				setLabel(w.obj, k, v)
+			}
 			setLabel(w.obj, clusterv1alpha1.MemberLabel, member)
 			return controllerutil.SetOwnerReference(s.member, w.obj, r.Client.Scheme())
 		}); err != nil {
@@ -157,6 +152,33 @@ func (r *Reconciler) applyAgentCredentials(ctx context.Context, s *scope) (*core
 		}
 	}
 	return ensureTokenSecret(ctx, r.uncached(), sa, agentTokenSecret)
+}
+
+// agentHubRules are the agent's rights in its execution namespace on the
+// hub: read its Works and write their status; update Works only to add or
+// remove its execution finalizer — RBAC cannot say "only finalizers", the
+// hub's admission policy flotilla-agent-works (config/admission) refuses
+// any other change; create its Lease and renew only that one; record
+// events. Nothing else: no Secrets, no other Works, no Work creation.
+func agentHubRules() []rbacv1.PolicyRule {
+	group := workv1alpha1.GroupVersion.Group
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{group}, Resources: []string{"works"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+		{APIGroups: []string{group}, Resources: []string{"works/status"}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{clusterv1alpha1.AgentLeaseName}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	}
+}
+
+// agentMemberClusterRules let the agent read its own MemberCluster and
+// write only its status: never its spec (sync mode, taints, placement).
+func agentMemberClusterRules(member string) []rbacv1.PolicyRule {
+	group := clusterv1alpha1.GroupVersion.Group
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{group}, Resources: []string{"memberclusters"}, ResourceNames: []string{member}, Verbs: []string{"get"}},
+		{APIGroups: []string{group}, Resources: []string{"memberclusters/status"}, ResourceNames: []string{member}, Verbs: []string{"get", "update", "patch"}},
+	}
 }
 
 // applyAgentAddon writes the per-member CRS with the agent's manifests

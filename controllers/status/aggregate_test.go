@@ -14,7 +14,8 @@ import (
 var web = workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "fleet", Name: "web"}
 
 func workOn(member string, applied *metav1.Condition, manifests ...workv1alpha1.ManifestStatus) workv1alpha1.Work {
-	w := workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Generation: 1, Labels: map[string]string{clusterv1alpha1.MemberLabel: member}}}
+	w := workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Generation: 1, Namespace: clusterv1alpha1.ExecutionNamespace(member),
+		Labels: map[string]string{clusterv1alpha1.MemberLabel: member}}}
 	if applied != nil {
 		applied.Type, applied.ObservedGeneration = workv1alpha1.WorkApplied, 1
 		w.Status.Conditions = []metav1.Condition{*applied}
@@ -113,5 +114,24 @@ func TestAggregateTellsPendingFromFailed(t *testing.T) {
 				t.Errorf("Failed = %v, want %v", a.Failed, tt.wantFailed)
 			}
 		})
+	}
+}
+
+func TestAWorkCountsForTheMemberOfItsExecutionNamespaceNotOfItsLabel(t *testing.T) {
+	spec := &workv1alpha1.ResourceBindingSpec{Resource: web, Clusters: []workv1alpha1.TargetCluster{{Name: "honest", Replicas: 2}, {Name: "spoofer", Replicas: 2}}}
+	// spoofer's Work claims, by label, to be honest's and to be healthy;
+	// honest has not applied its Work yet.
+	forged := workOn("spoofer", &metav1.Condition{Status: metav1.ConditionTrue, Reason: "Applied"},
+		deployment(workv1alpha1.ResourceHealthy, `{"replicas":2,"readyReplicas":2,"availableReplicas":2,"updatedReplicas":2}`))
+	forged.Labels[clusterv1alpha1.MemberLabel] = "honest"
+	honest := workOn("honest", &metav1.Condition{Status: metav1.ConditionFalse, Reason: "ApplyFailed", Message: "not yet"})
+
+	a := Aggregate(spec, []workv1alpha1.Work{forged, honest})
+	got := map[string]bool{}
+	for _, item := range a.Items {
+		got[item.ClusterName] = item.Applied
+	}
+	if got["honest"] || !got["spoofer"] {
+		t.Errorf("applied by member = %v, want honest false (its own Work) and spoofer true (the forged Work is spoofer's)", got)
 	}
 }

@@ -127,11 +127,16 @@ type Aggregation struct {
 }
 
 // Aggregate computes a binding's status from the Works of its members, one
-// item per member of spec.clusters, in that order.
+// item per member of spec.clusters, in that order. A Work belongs to the
+// member of its execution namespace flotilla-es-<member> — never to the one
+// its labels name: a Pull member's agent writes its Works' status, and a
+// label must not let one member's report stand for another's.
 func Aggregate(spec *workv1alpha1.ResourceBindingSpec, works []workv1alpha1.Work) Aggregation {
 	byMember := map[string]*workv1alpha1.Work{}
 	for i := range works {
-		byMember[works[i].Labels[clusterv1alpha1.MemberLabel]] = &works[i]
+		if member, ok := strings.CutPrefix(works[i].Namespace, clusterv1alpha1.ExecutionNamespacePrefix); ok && member != "" {
+			byMember[member] = &works[i]
+		}
 	}
 	var a Aggregation
 	var applied, notApplied []string

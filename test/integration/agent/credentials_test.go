@@ -73,6 +73,58 @@ func TestAgentCredentialsReachOnlyItsExecutionNamespaceAndItsMemberCluster(t *te
 	}
 }
 
+func TestAgentMayChangeOnlyItsWorksFinalizerAndStatusAndItsMemberClusterStatus(t *testing.T) {
+	kubeconfig, err := os.ReadFile(credentialsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := asAgent(t, kubeconfig)
+	w := createWork(t, edge, "attacked", manifest(t, configMap("shop", "attacked", "v1")))
+	eventually(t, "the Work applied by the agent (finalizer added)", func() error {
+		return conditionIs(w, workv1alpha1.WorkApplied, metav1.ConditionTrue, workv1alpha1.WorkReasonApplied)
+	})
+	others := createWork(t, other, "not-edges", manifest(t, configMap("shop", "not-edges", "x")))
+
+	merge := func(patch string) client.Patch { return client.RawPatch("application/merge-patch+json", []byte(patch)) }
+	refused := func(what string, err error) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+			t.Errorf("agent credentials %s: got %v, want Forbidden or Invalid from the hub's apiserver", what, err)
+			return
+		}
+		t.Logf("%s: %v", what, err)
+	}
+	own := &clusterv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: edge}}
+	refused("write its MemberCluster's spec (sync mode)", c.Patch(ctx(), own, merge(`{"spec":{"syncMode":"Push"}}`)))
+	refused("remove its MemberCluster's taints", c.Patch(ctx(), own, merge(`{"spec":{"taints":[]}}`)))
+	refused("relabel its MemberCluster", c.Patch(ctx(), own, merge(`{"metadata":{"labels":{"tier":"gold"}}}`)))
+	refused("relabel its Work as another member's", c.Patch(ctx(), w, merge(`{"metadata":{"labels":{"flotilla.io/member":"`+other+`"}}}`)))
+	refused("annotate its Work with another binding", c.Patch(ctx(), w, merge(`{"metadata":{"annotations":{"work.flotilla.io/binding-name":"forged"}}}`)))
+	refused("rewrite its Work's manifests", c.Patch(ctx(), w, merge(`{"spec":{"workload":{"manifests":[]}}}`)))
+	refused("suspend its Work", c.Patch(ctx(), w, merge(`{"spec":{"suspendDispatching":true}}`)))
+	refused("add a finalizer of its own choosing", c.Patch(ctx(), w, client.RawPatch("application/json-patch+json",
+		[]byte(`[{"op":"add","path":"/metadata/finalizers/-","value":"example.com/hold"}]`))))
+	refused("update another member's Work", c.Patch(ctx(), others, merge(`{"metadata":{"labels":{"x":"y"}}}`)))
+	refused("write another member's Work status", c.Status().Patch(ctx(), others, merge(`{"status":{"conditions":[]}}`)))
+	refused("renew another Lease in its namespace", c.Update(ctx(), &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+		Namespace: clusterv1alpha1.ExecutionNamespace(edge), Name: "someone-else", ResourceVersion: "1"}}))
+
+	// What it needs still works: its Work's status, and the execution
+	// finalizer (removed and given back).
+	if err := c.Status().Patch(ctx(), w, merge(`{"status":{"manifestStatuses":null}}`)); err != nil {
+		t.Errorf("agent credentials cannot write its Work's status: %v", err)
+	}
+	got := &workv1alpha1.Work{}
+	if err := c.Get(ctx(), client.ObjectKeyFromObject(w), got); err != nil {
+		t.Fatal(err)
+	}
+	before := got.DeepCopy()
+	got.Finalizers = nil
+	if err := c.Patch(ctx(), got, client.MergeFrom(before)); err != nil {
+		t.Errorf("agent credentials cannot remove the execution finalizer: %v", err)
+	}
+}
+
 func TestRotatedHubCredentialsArePickedUpWithoutARestart(t *testing.T) {
 	old, err := os.ReadFile(credentialsFile)
 	if err != nil {
