@@ -41,6 +41,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 )
 
+// Templates can be of any kind the hub serves: the detector watches their
+// metadata and records a claim by patching their labels and annotations.
+// RBAC cannot narrow a patch to some labels; the hub's admission policy
+// flotilla-manager-writes (config/admission/manager_writes.yaml) refuses any
+// other change the manager would make to an object that is not its own.
 // +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=policy.flotilla.io,resources=propagationpolicies;clusterpropagationpolicies,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=policy.flotilla.io,resources=propagationpolicies/status;clusterpropagationpolicies/status,verbs=get;update;patch

@@ -32,21 +32,48 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 )
 
+// The hub rights enrolment uses. Wide verbs that RBAC cannot narrow by name
+// or namespace are confined by the hub's admission policy
+// flotilla-manager-writes (config/admission/manager_writes.yaml): Secrets,
+// ServiceAccounts, ConfigMaps and RBAC are created, changed in full and
+// deleted only in flotilla-system, flotilla-es-<member> and as its own
+// flotilla-* add-on objects; namespaces are created only as flotilla-system
+// or flotilla-es-<member> and deleted only as the latter.
+//
+// Clusters: labels, annotations and the enrolment finalizer.
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=clusters/finalizers,verbs=update
+// MemberClusters are enrolment's to create and delete.
 // +kubebuilder:rbac:groups=cluster.flotilla.io,resources=memberclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=cluster.flotilla.io,resources=memberclusters,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=cluster.flotilla.io,resources=memberclusters/status,verbs=get;update;patch
+// Works: counted while draining; update/patch and works/status are also
+// granted to agents, which RBAC lets only a holder grant.
 // +kubebuilder:rbac:groups=work.flotilla.io,resources=works,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=work.flotilla.io,resources=works/status,verbs=get;update;patch
+// Namespaces: flotilla-system and the execution namespaces, created and
+// (execution namespaces only, admission-confined) deleted when a member goes.
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;delete
+// Secrets: CAPI's kubeconfig Secrets are read in Clusters' namespaces and
+// their metadata watched (rotation); written: the hub identity Secrets in
+// flotilla-system, the agents' token Secrets in flotilla-es-<member>, the
+// agents' add-on Secrets flotilla-agent-<member>-hub next to their Cluster.
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;update;patch;delete
+// ConfigMaps: the add-on manifests flotilla-estimator and
+// flotilla-agent-<member> next to the Clusters (read uncached).
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;update;patch;delete
+// ServiceAccounts: the agents' flotilla-agent-<member> in flotilla-es-<member>
+// (read uncached).
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings;clusterroles;clusterrolebindings,verbs=get;list;watch;create;update;patch;delete
+// Leases: held so that they can be granted to agents (their own Lease).
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update;patch
+// RBAC: each Pull-mode agent's Role/RoleBinding in flotilla-es-<member> and
+// ClusterRole/ClusterRoleBinding flotilla-agent-<member> (its MemberCluster
+// by name). RBAC cannot narrow creation by name; the escalation check keeps
+// these within what the manager itself holds; read uncached, never listed.
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings;clusterroles;clusterrolebindings,verbs=get;create;update;patch;delete
 // +kubebuilder:rbac:groups=addons.cluster.x-k8s.io,resources=clusterresourcesets,verbs=get;list;watch;create;update;patch;delete
 
 // Options are the enrolment settings of flotilla-manager.

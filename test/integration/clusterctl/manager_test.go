@@ -18,6 +18,9 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
@@ -113,6 +116,60 @@ func TestManagerRunsWithTheReleasedArgumentsAndRBAC(t *testing.T) {
 	if len(forbidden) > 0 {
 		t.Errorf("requests of flotilla-manager as system:serviceaccount:%s:%s are forbidden; add +kubebuilder:rbac markers:\n%s",
 			release.Namespace, serviceAccount, strings.Join(forbidden, "\n"))
+	}
+	managerIsConfinedToClaimsAndItsOwnObjects(t, api, kubeconfig)
+}
+
+// managerIsConfinedToClaimsAndItsOwnObjects makes requests as the manager's
+// ServiceAccount, with the released ClusterRole and admission policies: its
+// wide verbs reach only claims on templates and its own objects.
+func managerIsConfinedToClaimsAndItsOwnObjects(t *testing.T, api *apiserver, kubeconfig string) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := client.New(cfg, client.Options{Scheme: api.client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxFor(t, 30*time.Second)
+	for _, ns := range []string{"tenant", "flotilla-es-m1"} {
+		if err := api.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
+			t.Fatal(err)
+		}
+	}
+	tmpl := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "settings", Labels: map[string]string{"app": "shop"}}, Data: map[string]string{"k": "v"}}
+	if err := api.client.Create(ctx, tmpl); err != nil {
+		t.Fatal(err)
+	}
+	merge := func(p string) client.Patch { return client.RawPatch("application/merge-patch+json", []byte(p)) }
+	allowed := map[string]error{
+		"record a claim on a template":             m.Patch(ctx, tmpl, merge(`{"metadata":{"labels":{"propagationpolicy.flotilla.io/permanent-id":"u"},"annotations":{"propagationpolicy.flotilla.io/name":"p","propagationpolicy.flotilla.io/namespace":"tenant"}}}`)),
+		"write a Secret in an execution namespace": m.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "flotilla-es-m1", Name: "flotilla-agent-token"}}),
+	}
+	for what, err := range allowed {
+		if err != nil {
+			t.Errorf("flotilla-manager cannot %s: %v", what, err)
+		}
+	}
+	// Admission (flotilla-manager-writes) or RBAC refuse the rest.
+	refused := map[string]error{
+		"change a template's data":               m.Patch(ctx, tmpl, merge(`{"data":{"k":"evil"}}`)),
+		"change a template's own labels":         m.Patch(ctx, tmpl, merge(`{"metadata":{"labels":{"app":"evil"}}}`)),
+		"patch kube-system's labels":             m.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}}, merge(`{"metadata":{"labels":{"x":"y"}}}`)),
+		"write a Secret in a tenant namespace":   m.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "planted"}}),
+		"create a ServiceAccount in kube-system": m.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "planted"}}),
+		"delete a tenant namespace":              m.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}),
+		"create a namespace":                     m.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "planted"}}),
+		"bind cluster-admin": m.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "planted"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: release.Namespace, Name: "flotilla-manager"}}}),
+	}
+	for what, err := range refused {
+		if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+			t.Errorf("flotilla-manager can %s: got %v, want Forbidden", what, err)
+		}
 	}
 }
 
