@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
@@ -25,18 +26,29 @@ import (
 // fleetKey is the one request the storm detector reconciles: the fleet.
 var fleetKey = reconcile.Request{NamespacedName: client.ObjectKey{Name: "fleet"}}
 
-// Storm counts unhealthy members (Ready=False) among the enrolled members
-// that are not being deleted, for storm protection, and records an event on each
-// unhealthy member when evictions slow down or stop, and when they resume.
+// Storm counts unhealthy members (Ready not True) among the enrolled
+// members whose health has been assessed, those being deleted included, for
+// storm protection, and records
+// an event on each unhealthy member when evictions slow down or stop, and
+// when they resume. Until its first count the fleet is not Counted, and
+// evictions wait. When a full disruption ends, evictions wait Settle more.
 type Storm struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 	Config   throttle.Config
+	// Settle is how long evictions still wait once a full disruption ends
+	// (flotilla-manager: the failover grace period, the time a member has
+	// to come back before its workloads move).
+	Settle time.Duration
+	// Now is time.Now when nil.
+	Now func() time.Time
 
 	mu    sync.Mutex
 	fleet throttle.Fleet
 	mode  throttle.Mode
 }
+
+func fullyDisrupted(f throttle.Fleet) bool { return f.Counted && f.Total > 0 && f.Unhealthy >= f.Total }
 
 // Fleet is the latest count.
 func (s *Storm) Fleet() throttle.Fleet {
@@ -69,12 +81,13 @@ func (s *Storm) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, err
 	if err := s.Client.List(ctx, list); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list members to count the unhealthy: %w", err)
 	}
-	var f throttle.Fleet
+	f := throttle.Fleet{Counted: true}
 	var unhealthy []*clusterv1alpha1.MemberCluster
 	for i := range list.Items {
 		m := &list.Items[i]
-		if !m.DeletionTimestamp.IsZero() || !conditions.IsTrue(m, clusterv1alpha1.ConditionEnrolled) {
-			continue // leaving, or still joining: neither says anything of a storm
+		if m.DeletionTimestamp.IsZero() && !conditions.IsTrue(m, clusterv1alpha1.ConditionEnrolled) ||
+			conditions.Get(m, clusterv1alpha1.ConditionReady) == nil {
+			continue // still joining, or health never assessed (nothing placed there yet): says nothing of a storm
 		}
 		f.Total++
 		if Unhealthy(m) {
@@ -84,6 +97,10 @@ func (s *Storm) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, err
 	}
 	s.mu.Lock()
 	before := s.mode
+	f.SettlingUntil = s.fleet.SettlingUntil
+	if fullyDisrupted(s.fleet) && !fullyDisrupted(f) {
+		f.SettlingUntil = s.now().Add(s.Settle)
+	}
 	s.fleet, s.mode = f, s.Config.ModeOf(f)
 	after := s.mode
 	s.mu.Unlock()
@@ -104,9 +121,17 @@ func (s *Storm) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, err
 	return ctrl.Result{}, nil
 }
 
-// Unhealthy: the member's Ready condition is False.
+func (s *Storm) now() time.Time {
+	if s.Now == nil {
+		return time.Now()
+	}
+	return s.Now()
+}
+
+// Unhealthy: the member's Ready condition is not True — False, Unknown or
+// not yet written: a member whose health nobody knows vouches for nothing.
 func Unhealthy(m *clusterv1alpha1.MemberCluster) bool {
-	return conditions.IsFalse(m, clusterv1alpha1.ConditionReady)
+	return !conditions.IsTrue(m, clusterv1alpha1.ConditionReady)
 }
 
 func readinessChanged() predicate.Funcs {
@@ -115,6 +140,7 @@ func readinessChanged() predicate.Funcs {
 			oldM, ok1 := e.ObjectOld.(*clusterv1alpha1.MemberCluster)
 			newM, ok2 := e.ObjectNew.(*clusterv1alpha1.MemberCluster)
 			return ok1 && ok2 && (Unhealthy(oldM) != Unhealthy(newM) || oldM.DeletionTimestamp.IsZero() != newM.DeletionTimestamp.IsZero() ||
+				(conditions.Get(oldM, clusterv1alpha1.ConditionReady) == nil) != (conditions.Get(newM, clusterv1alpha1.ConditionReady) == nil) ||
 				conditions.IsTrue(oldM, clusterv1alpha1.ConditionEnrolled) != conditions.IsTrue(newM, clusterv1alpha1.ConditionEnrolled))
 		},
 	}

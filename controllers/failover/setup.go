@@ -54,7 +54,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.WorkersThreshold, "workers-healthy-threshold", internalhealth.DefaultWorkersThreshold, "Share (0-1] of a member's worker Machines that must be healthy for WorkersAvailable to be True.")
 	fs.Float64Var(&o.Pacing.Rate, "resource-eviction-rate", throttle.DefaultRate, "Bindings evicted per second (and failback rebalances per second); 0 means no limit.")
 	fs.Float64Var(&o.Pacing.SecondaryRate, "secondary-resource-eviction-rate", throttle.DefaultSecondaryRate, "Bindings evicted per second while more than --unhealthy-cluster-threshold of members are unhealthy; 0 stops evictions then.")
-	fs.Float64Var(&o.Pacing.UnhealthyThreshold, "unhealthy-cluster-threshold", throttle.DefaultUnhealthyThreshold, "Share (0-1) of enrolled members with Ready=False above which evictions go at the secondary rate.")
+	fs.Float64Var(&o.Pacing.UnhealthyThreshold, "unhealthy-cluster-threshold", throttle.DefaultUnhealthyThreshold, "Share (between 0 and 1) of enrolled members whose Ready is not True above which evictions go at the secondary rate; with every member unhealthy nothing is evicted.")
 	fs.DurationVar(&o.GracefulEvictionTimeout, "graceful-eviction-timeout", 10*time.Minute, "How long an evicted member's copy is kept (purge mode Gracefully) waiting for its replacement to be healthy, or (Directly) for its removal to be confirmed.")
 }
 
@@ -84,7 +84,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			return fmt.Errorf("set up the default ClusterTaintPolicies: %w", err)
 		}
 	}
-	storm := &eviction.Storm{Config: o.Pacing}
+	storm := &eviction.Storm{Config: o.Pacing, Settle: o.GracePeriod, Now: o.Now}
 	if err := storm.SetupWithManager(mgr, controller.Options{}); err != nil {
 		return fmt.Errorf("set up storm detection: %w", err)
 	}

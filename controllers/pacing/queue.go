@@ -195,14 +195,14 @@ func (q *Queue) serve(ctx context.Context, log logr.Logger, k Key) {
 			q.done(k)
 			return
 		}
-		fleet := throttle.Fleet{}
+		fleet := throttle.Unpaced
 		if q.Fleet != nil {
 			fleet = q.Fleet()
 		}
-		cfg := q.Throttle.Config()
-		mode := cfg.ModeOf(fleet)
-		q.syncMarks(ctx, log, mode, cfg.Describe(fleet))
-		wait, _, ok := q.Throttle.Reserve(q.Now(), fleet)
+		cfg, now := q.Throttle.Config(), q.Now()
+		mode := cfg.ModeAt(fleet, now)
+		q.syncMarks(ctx, log, mode, cfg.DescribeAt(fleet, now))
+		wait, _, ok := q.Throttle.Reserve(now, fleet)
 		if !ok {
 			if !q.Sleep(ctx, stoppedPoll) {
 				return

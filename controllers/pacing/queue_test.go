@@ -76,7 +76,7 @@ func drain(t *testing.T, q *Queue) {
 
 func TestQueueActsInOrderAtTheRateAndOncePerKey(t *testing.T) {
 	clock := &fakeClock{now: t0}
-	r := &run{fleet: throttle.Fleet{Total: 4}, notDue: map[string]bool{"c": true}}
+	r := &run{fleet: throttle.Fleet{Total: 4, Counted: true}, notDue: map[string]bool{"c": true}}
 	q := newQueue(throttle.Config{Rate: 0.5, SecondaryRate: 0.1, UnhealthyThreshold: 0.55}, clock, r)
 	for _, k := range []string{"a", "b", "a", "c", "d"} {
 		q.Add(Key{Kind: "ResourceBinding", Namespace: "ns", Name: k})
@@ -95,7 +95,7 @@ func TestQueueActsInOrderAtTheRateAndOncePerKey(t *testing.T) {
 
 func TestQueueStopsDuringAStormMarksTheWaitingAndResumes(t *testing.T) {
 	clock := &fakeClock{now: t0}
-	r := &run{fleet: throttle.Fleet{Unhealthy: 3, Total: 4}}
+	r := &run{fleet: throttle.Fleet{Unhealthy: 3, Total: 4, Counted: true}}
 	q := newQueue(throttle.Config{Rate: 1, SecondaryRate: 0, UnhealthyThreshold: 0.55}, clock, r)
 	q.Add(Key{Name: "a"})
 	q.Add(Key{Name: "b"})
@@ -104,7 +104,7 @@ func TestQueueStopsDuringAStormMarksTheWaitingAndResumes(t *testing.T) {
 		clock.Sleep(ctx, d)
 		if clock.Now().Sub(t0) >= 10*time.Second {
 			r.mu.Lock()
-			r.fleet = throttle.Fleet{Unhealthy: 1, Total: 4}
+			r.fleet = throttle.Fleet{Unhealthy: 1, Total: 4, Counted: true}
 			r.mu.Unlock()
 		}
 		return true
@@ -121,7 +121,7 @@ func TestQueueStopsDuringAStormMarksTheWaitingAndResumes(t *testing.T) {
 
 func TestAKeyAskedForWhileServedIsServedAgain(t *testing.T) {
 	clock := &fakeClock{now: t0}
-	r := &run{fleet: throttle.Fleet{Total: 2}}
+	r := &run{fleet: throttle.Fleet{Total: 2, Counted: true}}
 	q := newQueue(throttle.Config{Rate: 1, SecondaryRate: 0.1, UnhealthyThreshold: 0.55}, clock, r)
 	act := q.Act
 	asked := false
@@ -137,5 +137,40 @@ func TestAKeyAskedForWhileServedIsServedAgain(t *testing.T) {
 	drain(t, q)
 	if !slices.Equal(r.acted, []string{"a", "b", "a"}) {
 		t.Errorf("acted on %v, want a, b, then a again", r.acted)
+	}
+}
+
+// Whatever the secondary rate, nothing is evicted before the fleet is
+// counted, nor while every member is unhealthy (full disruption).
+func TestQueueEvictsNothingBeforeTheFleetIsCountedNorWhenAllAreUnhealthy(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		fleet throttle.Fleet
+	}{
+		{"not counted", throttle.Fleet{}},
+		{"all 3 unhealthy", throttle.Fleet{Unhealthy: 3, Total: 3, Counted: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := &fakeClock{now: t0}
+			r := &run{fleet: tt.fleet}
+			q := newQueue(throttle.Config{Rate: 1, SecondaryRate: 0.5, UnhealthyThreshold: 0.55}, clock, r)
+			q.Add(Key{Name: "a"})
+			q.Sleep = func(ctx context.Context, d time.Duration) bool {
+				clock.Sleep(ctx, d)
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				if len(r.acted) > 0 {
+					return true
+				}
+				if clock.Now().Sub(t0) >= time.Minute { // one member is healthy again
+					r.fleet = throttle.Fleet{Unhealthy: 2, Total: 3, Counted: true}
+				}
+				return true
+			}
+			drain(t, q)
+			if !slices.Equal(r.acted, []string{"a"}) || r.at[0] < time.Minute {
+				t.Errorf("acted on %v at %v, want a only once a member is healthy and counted (1m)", r.acted, r.at)
+			}
+		})
 	}
 }

@@ -133,6 +133,9 @@ func TestPurgeModes(t *testing.T) {
 	starting := Binding{Generation: 3, Spec: spec, Status: healthyOn(3, 4, "m1")}
 	stale := Binding{Generation: 4, Spec: spec, Status: healthyOn(3, 6, "m1")}
 	soon, late := t0.Add(time.Minute), t0.Add(10*time.Minute)
+	nowhere := Binding{Generation: 3, Spec: &workv1alpha1.ResourceBindingSpec{Replicas: 6}, Status: healthyOn(3, 0)}
+	downElsewhere := Binding{Generation: 3, Spec: spec, Status: healthyOn(3, 0, "m1")}
+	downElsewhere.Status.AggregatedStatus[0].Health = workv1alpha1.ResourceUnhealthy
 	tests := []struct {
 		name        string
 		task        *workv1alpha1.GracefulEvictionTask
@@ -147,6 +150,8 @@ func TestPurgeModes(t *testing.T) {
 		{"Gracefully: kept until the scheduler has seen the eviction", task(policyv1alpha1.PurgeModeGracefully, nil), stale, false, soon, false, false, late, "not yet rescheduled"},
 		{"Gracefully: removed once the replacement is Ready", task(policyv1alpha1.PurgeModeGracefully, nil), ready, false, soon, true, false, time.Time{}, "healthy on m1"},
 		{"Gracefully: removed when the grace period passes", task(policyv1alpha1.PurgeModeGracefully, nil), starting, false, late, true, false, time.Time{}, "grace period of 10m0s passed"},
+		{"Gracefully: past the grace period the last copy stays while the replacement is placed nowhere", task(policyv1alpha1.PurgeModeGracefully, nil), nowhere, false, late, false, false, time.Time{}, "the copy on m2 is the last one running (placed on no member)"},
+		{"Gracefully: past the grace period the last copy stays while the replacement is healthy nowhere", task(policyv1alpha1.PurgeModeGracefully, nil), downElsewhere, false, late, false, false, time.Time{}, "the copy on m2 is the last one running (not yet healthy on m1)"},
 		{"Directly: the old Work is deleted first", task(policyv1alpha1.PurgeModeDirectly, nil), starting, false, soon, false, true, late, "removing the copy on m2 first"},
 		{"Directly: removed once the old Work is gone", task(policyv1alpha1.PurgeModeDirectly, nil), starting, true, soon, true, false, time.Time{}, "the copy on m2 is removed"},
 		{"Directly: removed when the deletion is not confirmed in time", task(policyv1alpha1.PurgeModeDirectly, nil), starting, false, late, true, false, time.Time{}, "not confirmed removed"},

@@ -41,7 +41,10 @@ type Purge struct {
 //     gone (the scheduler places the replacement only then), or when the grace
 //     period passes (an unreachable member cannot confirm the deletion);
 //   - Gracefully (the default): the task goes once the replacement is healthy
-//     (Replacement) or the grace period passes.
+//     (Replacement), or once the grace period passes if a copy is healthy on
+//     some other member by then: the last running copy is never removed
+//     while its replacement runs nowhere (e.g. placed on no member, or every
+//     other member down), however long that takes.
 //
 // The grace period is the task's gracePeriodSeconds, else defaultGrace, from
 // its creationTimestamp (a task without one has none left).
@@ -77,9 +80,28 @@ func PurgeOf(task *workv1alpha1.GracefulEvictionTask, b Binding, workGone bool, 
 	case ok:
 		return Purge{Remove: true, Why: "the replacement is healthy: " + why}
 	case expired:
-		return Purge{Remove: true, Why: fmt.Sprintf("grace period of %s passed (%s)", grace, why)}
+		if elsewhere, running := RunningElsewhere(b, task.FromCluster); running {
+			return Purge{Remove: true, Why: fmt.Sprintf("grace period of %s passed (%s); a copy is healthy on %s", grace, why, elsewhere)}
+		}
+		// Nothing to recheck at: a change of the binding's status brings it back.
+		return Purge{Why: fmt.Sprintf("grace period of %s passed, but the copy on %s is the last one running (%s): it stays until a replacement is healthy", grace, task.FromCluster, why)}
 	}
 	return Purge{Why: "waiting for the replacement: " + why, RecheckAt: expiry}
+}
+
+// RunningElsewhere names a member of the placement other than from where
+// the binding's object is applied and Healthy.
+func RunningElsewhere(b Binding, from string) (string, bool) {
+	placed := map[string]bool{}
+	for _, c := range b.Spec.Clusters {
+		placed[c.Name] = c.Name != from
+	}
+	for _, it := range b.Status.AggregatedStatus {
+		if placed[it.ClusterName] && it.Applied && it.Health == workv1alpha1.ResourceHealthy {
+			return it.ClusterName, true
+		}
+	}
+	return "", false
 }
 
 // Replacement says whether the binding's placement without the evicted

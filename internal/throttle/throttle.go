@@ -2,8 +2,13 @@
 // (burst 1, golang.org/x/time/rate), and storm protection — when more than a
 // threshold share of members is unhealthy at once, the hub is more likely
 // partitioned from the fleet than the fleet dead, so evictions go at a much
-// lower secondary rate, or stop when that rate is 0. Every decision takes the
-// time explicitly, so a test drives it with a fake clock.
+// lower secondary rate, or stop when that rate is 0. When every member is
+// unhealthy (full disruption) nothing is evicted at all, whatever the rates:
+// there is nowhere healthy to move to, and the likeliest cause is the hub's
+// own link — the rule of the Kubernetes node lifecycle controller when all
+// zones are fully disrupted. Before the fleet's health is counted, nothing is
+// evicted either: unknown is not healthy. Every decision takes the time
+// explicitly, so a test drives it with a fake clock.
 package throttle
 
 import (
@@ -29,7 +34,7 @@ const (
 
 func (m Mode) String() string { return [...]string{"Normal", "Slowed", "Stopped"}[m] }
 
-// Config are the pacing flags.
+// Config are the pacing flags; Validate them before use.
 type Config struct {
 	// Rate is evictions per second in normal times; 0 or less means no limit.
 	Rate float64
@@ -47,25 +52,78 @@ const (
 	DefaultUnhealthyThreshold = 0.55
 )
 
+// Validate refuses values that would make pacing meaningless, naming the flag.
+func (c Config) Validate() error {
+	switch {
+	case c.Rate < 0:
+		return fmt.Errorf("--resource-eviction-rate must be 0 (no limit) or more, got %g", c.Rate)
+	case c.SecondaryRate < 0:
+		return fmt.Errorf("--secondary-resource-eviction-rate must be 0 (stop evictions during a storm) or more, got %g", c.SecondaryRate)
+	case c.Rate > 0 && c.SecondaryRate > c.Rate:
+		return fmt.Errorf("--secondary-resource-eviction-rate (%g/s) must not be faster than --resource-eviction-rate (%g/s): it is the pace during a storm", c.SecondaryRate, c.Rate)
+	case !(c.UnhealthyThreshold > 0 && c.UnhealthyThreshold < 1):
+		return fmt.Errorf("--unhealthy-cluster-threshold must be a share between 0 and 1 (exclusive), got %g", c.UnhealthyThreshold)
+	}
+	return nil
+}
+
 // Fleet is the members' health at one moment.
 type Fleet struct {
 	Unhealthy, Total int
+	// Counted is false until the members' health has been counted once: an
+	// unknown fleet is not a healthy one.
+	Counted bool
+	// SettlingUntil, when in the future, is the end of the settle period
+	// after a full disruption: members come back one by one, and one still
+	// tainted from the disruption is not evicted before it had the time to
+	// report back (like the node lifecycle controller, which lifts its
+	// NoExecute taints in a full disruption so that the clock starts again).
+	SettlingUntil time.Time
 }
 
-// ModeOf is the mode for a fleet: Slowed or Stopped when more than the
-// threshold share of members is unhealthy.
-func (c Config) ModeOf(f Fleet) Mode {
-	if f.Total == 0 || float64(f.Unhealthy)/float64(f.Total) <= c.UnhealthyThreshold {
+// Unpaced is the Fleet of a queue without storm protection (failback): no
+// member counts.
+var Unpaced = Fleet{Counted: true}
+
+// ModeOf is the mode for a fleet: Stopped before the fleet is counted and
+// when every member is unhealthy; Slowed, or Stopped when the secondary
+// rate is 0, when more than the threshold share is.
+func (c Config) ModeOf(f Fleet) Mode { return c.modeAt(f, time.Time{}) }
+
+// modeAt is ModeOf at now; a zero now ignores the settle period.
+func (c Config) modeAt(f Fleet, now time.Time) Mode {
+	switch {
+	case !f.Counted, f.Total > 0 && f.Unhealthy >= f.Total, !now.IsZero() && now.Before(f.SettlingUntil):
+		return Stopped
+	case f.Total == 0 || float64(f.Unhealthy)/float64(f.Total) <= c.UnhealthyThreshold:
 		return Normal
-	}
-	if c.SecondaryRate <= 0 {
+	case c.SecondaryRate <= 0:
 		return Stopped
 	}
 	return Slowed
 }
 
+// ModeAt is the mode at now, counting the settle period after a full disruption.
+func (c Config) ModeAt(f Fleet, now time.Time) Mode { return c.modeAt(f, now) }
+
+// DescribeAt says in words why evictions go as they do at now, for events
+// and conditions.
+func (c Config) DescribeAt(f Fleet, now time.Time) string {
+	if c.modeAt(f, now) == Stopped && f.Counted && !(f.Total > 0 && f.Unhealthy >= f.Total) && now.Before(f.SettlingUntil) {
+		return fmt.Sprintf("every member was unhealthy until moments ago (full disruption): no eviction until %s, so that members coming back have the time to report it",
+			f.SettlingUntil.UTC().Format(time.RFC3339))
+	}
+	return c.Describe(f)
+}
+
 // Describe says in words why evictions go as they do, for events and conditions.
 func (c Config) Describe(f Fleet) string {
+	switch {
+	case !f.Counted:
+		return "the members' health is not counted yet: no eviction until it is"
+	case f.Total > 0 && f.Unhealthy >= f.Total:
+		return fmt.Sprintf("all %d members are unhealthy (full disruption): no eviction until one is healthy, since there is nowhere healthy to move to and the hub is more likely cut off than the whole fleet down", f.Total)
+	}
 	switch c.ModeOf(f) {
 	case Slowed:
 		return fmt.Sprintf("%d of %d members are unhealthy, more than %s: evicting at %g/s instead of %s",
@@ -109,7 +167,7 @@ func (t *Throttle) Config() Config { return t.cfg }
 func (t *Throttle) Reserve(now time.Time, f Fleet) (wait time.Duration, mode Mode, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	mode = t.cfg.ModeOf(f)
+	mode = t.cfg.modeAt(f, now)
 	if mode != t.mode {
 		switch mode {
 		case Normal:

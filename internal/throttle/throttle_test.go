@@ -17,14 +17,18 @@ func TestStormDecision(t *testing.T) {
 		f    Fleet
 		want Mode
 	}{
-		{"no members", cfg, Fleet{}, Normal},
-		{"1 of 4 unhealthy", cfg, Fleet{1, 4}, Normal},
-		{"2 of 4 (50%) is not more than 55%", cfg, Fleet{2, 4}, Normal},
-		{"3 of 4 (75%): slowed", cfg, Fleet{3, 4}, Slowed},
-		{"3 of 4 with secondary rate 0: stopped", stop, Fleet{3, 4}, Stopped},
-		{"11 of 20 (55%) is not more than 55%", cfg, Fleet{11, 20}, Normal},
-		{"12 of 20 (60%): slowed", cfg, Fleet{12, 20}, Slowed},
-		{"all of 1: slowed", cfg, Fleet{1, 1}, Slowed},
+		{"not counted yet: stopped, unknown is not healthy", cfg, Fleet{}, Stopped},
+		{"no members", cfg, Unpaced, Normal},
+		{"1 of 4 unhealthy", cfg, Fleet{Unhealthy: 1, Total: 4, Counted: true}, Normal},
+		{"2 of 4 (50%) is not more than 55%", cfg, Fleet{Unhealthy: 2, Total: 4, Counted: true}, Normal},
+		{"3 of 4 (75%): slowed", cfg, Fleet{Unhealthy: 3, Total: 4, Counted: true}, Slowed},
+		{"3 of 4 with secondary rate 0: stopped", stop, Fleet{Unhealthy: 3, Total: 4, Counted: true}, Stopped},
+		{"11 of 20 (55%) is not more than 55%", cfg, Fleet{Unhealthy: 11, Total: 20, Counted: true}, Normal},
+		{"12 of 20 (60%): slowed", cfg, Fleet{Unhealthy: 12, Total: 20, Counted: true}, Slowed},
+		{"all of 1: full disruption, stopped", cfg, Fleet{Unhealthy: 1, Total: 1, Counted: true}, Stopped},
+		{"all of 4: full disruption, stopped although the secondary rate is not 0", cfg, Fleet{Unhealthy: 4, Total: 4, Counted: true}, Stopped},
+		{"3 of 4: slowed, not stopped", cfg, Fleet{Unhealthy: 3, Total: 4, Counted: true}, Slowed},
+		{"all of 4 with no storm threshold (failback's 1): still stopped", Config{Rate: 0.5, UnhealthyThreshold: 1}, Fleet{Unhealthy: 4, Total: 4, Counted: true}, Stopped},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,8 +70,8 @@ func equal(a, b []time.Duration) bool {
 
 func TestThrottlePacesEvictionsAtTheRate(t *testing.T) {
 	s := time.Second
-	healthy := func(int) Fleet { return Fleet{1, 4} }
-	storm := func(int) Fleet { return Fleet{3, 4} }
+	healthy := func(int) Fleet { return Fleet{Unhealthy: 1, Total: 4, Counted: true} }
+	storm := func(int) Fleet { return Fleet{Unhealthy: 3, Total: 4, Counted: true} }
 	tests := []struct {
 		name  string
 		cfg   Config
@@ -86,9 +90,9 @@ func TestThrottlePacesEvictionsAtTheRate(t *testing.T) {
 		{"a storm starting after two evictions slows the rest", Config{Rate: 0.5, SecondaryRate: 0.1, UnhealthyThreshold: 0.55},
 			func(i int) Fleet {
 				if i < 2 {
-					return Fleet{1, 4}
+					return Fleet{Unhealthy: 1, Total: 4, Counted: true}
 				}
-				return Fleet{3, 4}
+				return Fleet{Unhealthy: 3, Total: 4, Counted: true}
 			}, 4,
 			// the third slot was reserved at 2s while the bucket refilled at
 			// 0.5/s: the slower rate applies from then on.
@@ -105,7 +109,7 @@ func TestThrottlePacesEvictionsAtTheRate(t *testing.T) {
 
 func TestThrottleRefillsWhileIdleButNeverBursts(t *testing.T) {
 	th := New(Config{Rate: 0.5, SecondaryRate: 0.1, UnhealthyThreshold: 0.55})
-	f := Fleet{0, 3}
+	f := Fleet{Unhealthy: 0, Total: 3, Counted: true}
 	if wait, _, _ := th.Reserve(t0, f); wait != 0 {
 		t.Fatalf("first wait %s, want 0", wait)
 	}
@@ -120,11 +124,70 @@ func TestThrottleRefillsWhileIdleButNeverBursts(t *testing.T) {
 
 func TestDescribeSaysWhy(t *testing.T) {
 	cfg := Config{Rate: 0.5, SecondaryRate: 0.1, UnhealthyThreshold: 0.55}
-	if got, want := cfg.Describe(Fleet{3, 4}), "3 of 4 members are unhealthy, more than 55%: evicting at 0.1/s instead of 0.5/s"; got != want {
+	if got, want := cfg.Describe(Fleet{Unhealthy: 3, Total: 4, Counted: true}), "3 of 4 members are unhealthy, more than 55%: evicting at 0.1/s instead of 0.5/s"; got != want {
 		t.Errorf("Describe = %q, want %q", got, want)
 	}
 	cfg.SecondaryRate = 0
-	if got, want := cfg.Describe(Fleet{3, 4}), "3 of 4 members are unhealthy, more than 55%: evictions are stopped until fewer are"; got != want {
+	if got, want := cfg.Describe(Fleet{Unhealthy: 3, Total: 4, Counted: true}), "3 of 4 members are unhealthy, more than 55%: evictions are stopped until fewer are"; got != want {
 		t.Errorf("Describe = %q, want %q", got, want)
+	}
+}
+
+func TestDescribeSaysWhyNothingIsEvicted(t *testing.T) {
+	cfg := Config{Rate: 0.5, SecondaryRate: 0.1, UnhealthyThreshold: 0.55}
+	if got, want := cfg.Describe(Fleet{}), "the members' health is not counted yet: no eviction until it is"; got != want {
+		t.Errorf("Describe(not counted) = %q, want %q", got, want)
+	}
+	if got := cfg.Describe(Fleet{Unhealthy: 3, Total: 3, Counted: true}); got != "all 3 members are unhealthy (full disruption): no eviction until one is healthy, since there is nowhere healthy to move to and the hub is more likely cut off than the whole fleet down" {
+		t.Errorf("Describe(all unhealthy) = %q", got)
+	}
+}
+
+func TestValidateNamesTheFlag(t *testing.T) {
+	ok := Config{Rate: DefaultRate, SecondaryRate: DefaultSecondaryRate, UnhealthyThreshold: DefaultUnhealthyThreshold}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+	tests := []struct {
+		name string
+		mut  func(*Config)
+		want string
+	}{
+		{"negative rate", func(c *Config) { c.Rate = -1 }, "--resource-eviction-rate must be 0 (no limit) or more, got -1"},
+		{"negative secondary rate", func(c *Config) { c.SecondaryRate = -0.1 }, "--secondary-resource-eviction-rate must be 0 (stop evictions during a storm) or more, got -0.1"},
+		{"secondary faster than primary", func(c *Config) { c.SecondaryRate = 2 }, "--secondary-resource-eviction-rate (2/s) must not be faster than --resource-eviction-rate (0.5/s): it is the pace during a storm"},
+		{"threshold 0", func(c *Config) { c.UnhealthyThreshold = 0 }, "--unhealthy-cluster-threshold must be a share between 0 and 1 (exclusive), got 0"},
+		{"threshold 1", func(c *Config) { c.UnhealthyThreshold = 1 }, "--unhealthy-cluster-threshold must be a share between 0 and 1 (exclusive), got 1"},
+		{"threshold 55 (a percentage)", func(c *Config) { c.UnhealthyThreshold = 55 }, "--unhealthy-cluster-threshold must be a share between 0 and 1 (exclusive), got 55"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ok
+			tt.mut(&c)
+			if err := c.Validate(); err == nil || err.Error() != tt.want {
+				t.Errorf("Validate() = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestAFullDisruptionEndingSettlesBeforeEvicting(t *testing.T) {
+	cfg := Config{Rate: 1, SecondaryRate: 0.5, UnhealthyThreshold: 0.55}
+	f := Fleet{Unhealthy: 2, Total: 3, Counted: true, SettlingUntil: t0.Add(time.Minute)}
+	if got := cfg.ModeAt(f, t0.Add(30*time.Second)); got != Stopped {
+		t.Errorf("within the settle period: %s, want Stopped", got)
+	}
+	if got := cfg.DescribeAt(f, t0.Add(30*time.Second)); got != "every member was unhealthy until moments ago (full disruption): no eviction until 2026-03-01T10:01:00Z, so that members coming back have the time to report it" {
+		t.Errorf("DescribeAt = %q", got)
+	}
+	if got := cfg.ModeAt(f, t0.Add(time.Minute+time.Second)); got != Slowed {
+		t.Errorf("after the settle period, 2 of 3 unhealthy: %s, want Slowed", got)
+	}
+	th := New(cfg)
+	if _, _, ok := th.Reserve(t0.Add(30*time.Second), f); ok {
+		t.Error("a slot was handed out within the settle period")
+	}
+	if _, _, ok := th.Reserve(t0.Add(2*time.Minute), f); !ok {
+		t.Error("no slot after the settle period")
 	}
 }
