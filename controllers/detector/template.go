@@ -36,6 +36,9 @@ const (
 	NamespaceNotFederatedReason = policyv1alpha1.NamespaceNotFederatedReason
 	// BindingFailedReason: the template's binding could not be written.
 	BindingFailedReason = "BindingFailed"
+	// ReleasedReason: no policy selects the template any more; its binding
+	// and its objects in members are kept.
+	ReleasedReason = "Released"
 )
 
 // templateReconciler claims templates and keeps their bindings.
@@ -83,8 +86,11 @@ func (r *templateReconciler) setup(mgr ctrl.Manager, options controller.TypedOpt
 }
 
 // Reconcile claims the template for the policy of highest precedence that
-// selects it and writes its binding; or, when no policy selects it any
-// more or it is gone, removes the claim and the binding.
+// selects it and writes its binding. When no policy selects it any more (its
+// policy deleted or narrowed) it removes the claims and keeps the binding, so
+// that what runs in members stays, as Karmada does; a policy that selects it
+// later takes the same binding over. Only a template that is gone loses its
+// binding, and with it its objects in members.
 func (r *templateReconciler) Reconcile(ctx context.Context, key TemplateKey) (ctrl.Result, error) {
 	tmpl := metadataOf(key.GVK)
 	if err := r.Client.Get(ctx, key.ObjectKey(), tmpl); err != nil {
@@ -106,10 +112,11 @@ func (r *templateReconciler) Reconcile(ctx context.Context, key TemplateKey) (ct
 	}
 	chosen := policymatch.Choose(templateOf(key.GVK, tmpl), claimOf(tmpl), policies)
 	if chosen == nil {
+		previous := claimOf(tmpl)
 		if err := r.writeClaim(ctx, tmpl, nil); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, r.deleteBinding(ctx, key)
+		return ctrl.Result{}, r.releaseBinding(ctx, key, tmpl, previous)
 	}
 
 	if key.Namespace != "" {
@@ -258,6 +265,35 @@ func (r *templateReconciler) deleteBinding(ctx context.Context, key TemplateKey)
 	if err := r.Client.Delete(ctx, b.(client.Object)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete the binding of %s: %w", key, err)
 	}
+	return nil
+}
+
+// releaseBinding removes the policy's claim from the template's binding and
+// keeps the binding, its placement and its Works: deleting or narrowing a
+// policy never removes running workloads.
+func (r *templateReconciler) releaseBinding(ctx context.Context, key TemplateKey, tmpl client.Object, previous *policymatch.Ref) error {
+	b := newBinding(key)
+	obj := b.(client.Object)
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !bindingOf(b, key) || !obj.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	before := obj.DeepCopyObject().(client.Object)
+	if !setClaim(obj, nil) {
+		return nil
+	}
+	if err := r.Client.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("release the binding of %s: %w", key, err)
+	}
+	by := "its policy"
+	if previous != nil {
+		by = previous.String()
+	}
+	r.Recorder.Eventf(tmpl, obj, corev1.EventTypeNormal, ReleasedReason, "Release",
+		"%s no longer selects this template: its binding %s and its objects in members are kept as they are; a policy that selects it takes them over, deleting the template removes them",
+		by, obj.GetName())
 	return nil
 }
 

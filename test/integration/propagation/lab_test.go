@@ -3,6 +3,7 @@ package propagation_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -172,11 +173,26 @@ func TestKarmadaLab(t *testing.T) {
 		return nil
 	})
 
-	// Deleting the template and the policy removes everything from the members.
+	// Deleting the policy keeps everything in the members (Karmada's
+	// semantics); deleting the templates then removes it.
+	if err := hub.Client.Delete(ctx(), &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet-web"}}); err != nil {
+		t.Fatal(err)
+	}
+	consistently(t, 2*time.Second, "the Deployment and Service staying in the members without their policy", func() error {
+		for _, m := range []string{member1, member2} {
+			if err := inMember(m, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet-web"}}); err != nil {
+				return err
+			}
+			if err := inMember(m, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet-web"}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err := hub.Client.Delete(ctx(), template); err != nil {
 		t.Fatal(err)
 	}
-	if err := hub.Client.Delete(ctx(), &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet-web"}}); err != nil {
+	if err := hub.Client.Delete(ctx(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet-web"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []string{member1, member2} {

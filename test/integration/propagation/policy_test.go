@@ -13,6 +13,7 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/detector"
 )
 
 func policyCondition(t *testing.T, namespace, name, status, reason, message string) {
@@ -120,7 +121,9 @@ spec:
 // TestAClaimedTemplateKeepsItsPolicyUntilThatPolicyIsDeleted: a policy of
 // higher priority created later does not take the template; deleting the
 // claiming policy hands it over without leaving the members; deleting the
-// last policy unclaims it and removes it from the members.
+// last policy unclaims it and keeps its binding and its object in the
+// member (Karmada's semantics); a new policy takes both over without
+// re-creating either; deleting the template removes them.
 func TestAClaimedTemplateKeepsItsPolicyUntilThatPolicyIsDeleted(t *testing.T) {
 	const ns = "claims"
 	namespace(t, ns, true)
@@ -177,10 +180,51 @@ spec:
 		t.Fatal(err)
 	}
 	eventually(t, "the template unclaimed", claimedBy(""))
-	eventually(t, "the ConfigMap gone from member1", func() error {
+	eventually(t, "the binding unclaimed", func() error {
+		b := &workv1alpha1.ResourceBinding{}
+		if err := hub.Client.Get(ctx(), keyOf(rb), b); err != nil {
+			return err
+		}
+		if id := b.Labels[policyv1alpha1.PropagationPolicyPermanentIDLabel]; id != "" {
+			return fmt.Errorf("binding still claimed: %v", b.Labels)
+		}
+		return nil
+	})
+	consistently(t, 2*time.Second, "the ConfigMap staying in member1 with no policy", inMember1)
+	kept := &workv1alpha1.ResourceBinding{}
+	if err := hub.Client.Get(ctx(), keyOf(rb), kept); err != nil || kept.UID != rb.UID || len(kept.Spec.Clusters) != 1 {
+		t.Fatalf("the binding without a policy: %v, clusters %v; want the same binding (uid %s) with its placement", err, kept.Spec.Clusters, rb.UID)
+	}
+	eventually(t, "a Released event on the template", func() error {
+		return eventOn(ns, "settings", detector.ReleasedReason, "its objects in members are kept")
+	})
+	inMemberBefore := &corev1.ConfigMap{}
+	if err := members[member1].Get(ctx(), client.ObjectKey{Namespace: ns, Name: "settings"}, inMemberBefore); err != nil {
+		t.Fatal(err)
+	}
+
+	create(t, &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "third"},
+		Spec:       policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Name: "settings"}}},
+	})
+	eventually(t, "the template adopted by third", claimedBy("third"))
+	consistently(t, time.Second, "the ConfigMap staying in member1", inMember1)
+	adopted := &workv1alpha1.ResourceBinding{}
+	if err := hub.Client.Get(ctx(), keyOf(rb), adopted); err != nil || adopted.UID != rb.UID {
+		t.Errorf("binding after adoption: %v (uid %s, want %s): want the same binding taken over", err, adopted.UID, rb.UID)
+	}
+	inMemberAfter := &corev1.ConfigMap{}
+	if err := members[member1].Get(ctx(), client.ObjectKey{Namespace: ns, Name: "settings"}, inMemberAfter); err != nil || inMemberAfter.UID != inMemberBefore.UID {
+		t.Errorf("member object after adoption: %v (uid %s, want %s): want it kept, not re-created", err, inMemberAfter.UID, inMemberBefore.UID)
+	}
+
+	if err := hub.Client.Delete(ctx(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the ConfigMap gone from member1 with its template", func() error {
 		return goneFromMember(member1, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}})
 	})
-	eventually(t, "the binding gone", func() error {
+	eventually(t, "the binding gone with its template", func() error {
 		if err := hub.Client.Get(ctx(), keyOf(rb), rb); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("binding: %v", err)
 		}
