@@ -14,7 +14,10 @@
 // Flotilla (neither the flotilla.io/managed-by label nor the "flotilla" field
 // manager) is left alone under conflictResolution Abort, and reported; under
 // Overwrite it is taken over (apply with force). Objects Flotilla applied
-// carry the label.
+// carry the label. The Work's conflictResolution is decided by the binding
+// controller (tenancy.ConflictResolution): when a binding's Overwrite was not
+// honoured, the Work says why (work.flotilla.io/overwrite-refused) and so
+// does the conflict's message.
 //
 // Removal: objects dropped from a Work's manifests, and all of a Work's
 // objects when the Work is deleted (the execution finalizer holds it), are
@@ -118,6 +121,16 @@ const (
 // object exists in the member and is not Flotilla's.
 const ConflictMessage = "exists in the member and is not managed by Flotilla; set conflictResolution: Overwrite to take it over"
 
+// conflictMessage is ConflictMessage, or, when the Work's binding asked for
+// Overwrite and it was not honoured (workv1alpha1.OverwriteRefusedAnnotation),
+// why not: setting Overwrite in the policy would not help.
+func conflictMessage(w *workv1alpha1.Work) string {
+	if refused := w.Annotations[workv1alpha1.OverwriteRefusedAnnotation]; refused != "" {
+		return "exists in the member and is not managed by Flotilla; " + refused
+	}
+	return ConflictMessage
+}
+
 // OwnedConditions are the Work conditions an applier writes; callers patch
 // the Work with them as owned conditions.
 var OwnedConditions = []string{workv1alpha1.WorkApplied, workv1alpha1.WorkAvailable, workv1alpha1.WorkDispatching}
@@ -201,7 +214,7 @@ func (a *Applier) Refresh(ctx context.Context, member string, w *workv1alpha1.Wo
 	}
 	results := make([]result, 0, len(w.Spec.Workload.Manifests))
 	for i, m := range w.Spec.Workload.Manifests {
-		results = append(results, a.observeManifest(ctx, t, i, m.Raw))
+		results = append(results, a.observeManifest(ctx, t, w, i, m.Raw))
 	}
 	return a.outcome(summarise(w, results)), nil
 }

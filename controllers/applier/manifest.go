@@ -122,7 +122,7 @@ func (a *Applier) applyManifest(ctx context.Context, t target, w *workv1alpha1.W
 	err := t.client.Get(ctx, client.ObjectKeyFromObject(obj), existing)
 	switch {
 	case err == nil && !managedByFlotilla(existing) && !overwrite:
-		return *m.failed(workv1alpha1.WorkReasonConflict, ConflictMessage)
+		return *m.failed(workv1alpha1.WorkReasonConflict, "%s", conflictMessage(w))
 	case err != nil && !apierrors.IsNotFound(err):
 		return *m.failed(workv1alpha1.WorkReasonApplyFailed, "read the object in the member: %v", err)
 	}
@@ -146,7 +146,7 @@ func (a *Applier) applyManifest(ctx context.Context, t target, w *workv1alpha1.W
 
 // observeManifest reads a manifest's object from the member without
 // writing: missing, or not Flotilla's, it is reported not applied.
-func (a *Applier) observeManifest(ctx context.Context, t target, ordinal int, raw []byte) result {
+func (a *Applier) observeManifest(ctx context.Context, t target, w *workv1alpha1.Work, ordinal int, raw []byte) result {
 	m, failed := locate(t, ordinal, raw)
 	if failed != nil {
 		return *failed
@@ -160,7 +160,7 @@ func (a *Applier) observeManifest(ctx context.Context, t target, ordinal int, ra
 	case err != nil:
 		return *m.failed(workv1alpha1.WorkReasonApplyFailed, "read the object in the member: %v", err)
 	case !managedByFlotilla(obj):
-		return *m.failed(workv1alpha1.WorkReasonConflict, ConflictMessage)
+		return *m.failed(workv1alpha1.WorkReasonConflict, "%s", conflictMessage(w))
 	}
 	return m.applied(obj)
 }

@@ -20,6 +20,11 @@
 //     whose identity an override changed, is left out of the Work; the rest
 //     is written, and the Rendered condition names what was left out and the
 //     rule (reason ForbiddenObject). ClusterResourceBindings are not confined.
+//   - Takeover: the Works' conflictResolution is decided here, in one place
+//     (tenancy.ConflictResolution): the binding's Overwrite only from a
+//     ClusterPropagationPolicy, a ClusterResourceBinding or a namespace
+//     labelled policy.flotilla.io/allow-overwrite=true; else Abort, with the
+//     reason in the Work's work.flotilla.io/overwrite-refused annotation.
 //   - Suspension: spec.suspension.dispatching, or a member named in
 //     dispatchingOnClusters, sets the Work's spec.suspendDispatching.
 //   - A member no longer in spec.clusters loses its Work, unless a
@@ -135,7 +140,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			WithOptions(options)
 		if kind == KindResourceBinding {
 			b = b.Watches(&policyv1alpha1.OverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.allBindings(kind)),
-				builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+				builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+				// The allow-overwrite mark decides the Works' conflictResolution.
+				Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bindingsInNamespace),
+					builder.WithPredicates(predicate.LabelChangedPredicate{}))
 		}
 		for _, depKind := range []string{dependencies.ConfigMap, dependencies.Secret, dependencies.ServiceAccount, dependencies.PersistentVolumeClaim} {
 			meta := &metav1.PartialObjectMetadata{}
@@ -245,6 +253,9 @@ type rendering struct {
 	// clusterPolicies and policies are the override policies that may apply.
 	clusterPolicies []policyv1alpha1.ClusterOverridePolicy
 	policies        []policyv1alpha1.OverridePolicy
+	// takeover is the conflict resolution every Work of the binding applies
+	// (tenancy.ConflictResolution).
+	takeover tenancy.Takeover
 	// failures per member, reported in the Rendered condition.
 	failures []failure
 	requeue  time.Duration
@@ -264,6 +275,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, key bindingKey, b work
 		r.readTemplate,
 		r.readDependencies,
 		r.readOverridePolicies,
+		r.decideTakeover,
 		r.writeWorks,
 		r.removeStaleWorks,
 	}
@@ -362,6 +374,30 @@ func (r *Reconciler) readOverridePolicies(ctx context.Context, s *rendering) (bo
 		}
 		s.policies = ops.Items
 	}
+	return true, nil
+}
+
+// decideTakeover decides whether the binding's Works may take over objects
+// Flotilla did not create in members: the one place where a policy's
+// conflictResolution becomes a Work's (tenancy.ConflictResolution).
+func (r *Reconciler) decideTakeover(ctx context.Context, s *rendering) (bool, error) {
+	b := s.binding
+	o := tenancy.Origin{
+		Requested:     b.BindingSpec().ConflictResolution,
+		ClusterScoped: s.key.Kind == KindClusterResourceBinding,
+		Labels:        b.GetLabels(),
+		Annotations:   b.GetAnnotations(),
+		Namespace:     b.GetNamespace(),
+	}
+	if !o.ClusterScoped && o.Requested == policyv1alpha1.ConflictOverwrite {
+		ns := &corev1.Namespace{}
+		err := r.Client.Get(ctx, client.ObjectKey{Name: b.GetNamespace()}, ns)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("read namespace %s: %w", b.GetNamespace(), err)
+		}
+		o.NamespaceLabels = ns.Labels
+	}
+	s.takeover = tenancy.ConflictResolution(o)
 	return true, nil
 }
 
@@ -498,9 +534,11 @@ func (r *Reconciler) writeWork(ctx context.Context, s *rendering, member string,
 		work.Spec.Workload.Manifests = manifests
 		work.Spec.SuspendDispatching = ptr.To(dispatchSuspended(spec.Suspension, member))
 		work.Spec.PreserveResourcesOnDeletion = ptr.To(ptr.Deref(spec.PreserveResourcesOnDeletion, false))
-		work.Spec.ConflictResolution = spec.ConflictResolution
-		if work.Spec.ConflictResolution == "" {
-			work.Spec.ConflictResolution = policyv1alpha1.ConflictAbort
+		work.Spec.ConflictResolution = s.takeover.Resolution
+		if s.takeover.Refused != "" {
+			work.Annotations[workv1alpha1.OverwriteRefusedAnnotation] = s.takeover.Refused
+		} else {
+			delete(work.Annotations, workv1alpha1.OverwriteRefusedAnnotation)
 		}
 		return nil
 	})
@@ -654,6 +692,13 @@ func (r *Reconciler) allBindings(kind string) handler.MapFunc {
 	return func(ctx context.Context, policy client.Object) []reconcile.Request {
 		return r.listBindings(ctx, kind, client.InNamespace(policy.GetNamespace()))
 	}
+}
+
+// bindingsInNamespace maps a hub Namespace to its ResourceBindings: its
+// policy.flotilla.io/allow-overwrite label decides their Works'
+// conflictResolution.
+func (r *Reconciler) bindingsInNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
+	return r.listBindings(ctx, KindResourceBinding, client.InNamespace(ns.GetName()))
 }
 
 // bindingsOnMember maps a MemberCluster to the bindings with a Work on it:

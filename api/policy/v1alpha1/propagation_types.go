@@ -91,7 +91,11 @@ type PropagationSpec struct {
 
 	// ConflictResolution says what to do when an object of the same name
 	// already exists in a member and was not created by Flotilla: Abort leaves
-	// it and reports the conflict, Overwrite takes it over.
+	// it and reports the conflict, Overwrite takes it over. Taking over is a
+	// cluster admin's decision: Overwrite is honoured from a
+	// ClusterPropagationPolicy, and from a PropagationPolicy only in a
+	// namespace labelled policy.flotilla.io/allow-overwrite=true; elsewhere it
+	// acts as Abort and the conflict's message says why.
 	// +kubebuilder:default="Abort"
 	// +kubebuilder:validation:Enum=Abort;Overwrite
 	// +optional

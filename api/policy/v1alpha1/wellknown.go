@@ -15,6 +15,14 @@ const (
 	// the hub (admission webhooks, APIServices) are never created there.
 	EnvelopeLabel = "flotilla.io/envelope"
 
+	// AllowOverwriteLabel on a hub namespace, "true", is a cluster admin's
+	// mark that PropagationPolicies there may take over objects Flotilla did
+	// not create in members (conflictResolution: Overwrite). Without it a
+	// PropagationPolicy's Overwrite acts as Abort and the conflict is
+	// reported; ClusterPropagationPolicies need no mark. Namespaces are
+	// cluster-scoped: a tenant's admin or edit role cannot set it.
+	AllowOverwriteLabel = "policy.flotilla.io/allow-overwrite"
+
 	// PropagationPolicyPermanentIDLabel on a template (and its binding)
 	// carries the UID of the PropagationPolicy that claims it.
 	PropagationPolicyPermanentIDLabel = "propagationpolicy.flotilla.io/permanent-id"

@@ -58,7 +58,10 @@ type ResourceBindingSpec struct {
 	// +optional
 	Failover *policyv1alpha1.FailoverBehavior `json:"failover,omitempty"`
 
-	// ConflictResolution is copied from the policy.
+	// ConflictResolution is copied from the policy as written; the Works
+	// apply Overwrite only when a cluster admin decided it (a
+	// ClusterPropagationPolicy's claim, a ClusterResourceBinding, or a
+	// namespace labelled policy.flotilla.io/allow-overwrite=true).
 	// +kubebuilder:validation:Enum=Abort;Overwrite
 	// +optional
 	ConflictResolution policyv1alpha1.ConflictResolution `json:"conflictResolution,omitempty"`

@@ -13,6 +13,12 @@ const (
 	BindingNamespaceAnnotation = "work.flotilla.io/binding-namespace"
 	BindingNameAnnotation      = "work.flotilla.io/binding-name"
 
+	// OverwriteRefusedAnnotation on a Work says why its binding's
+	// conflictResolution Overwrite is not honoured (a PropagationPolicy in a
+	// namespace without policy.flotilla.io/allow-overwrite=true); the Work's
+	// conflictResolution is then Abort, and a conflict's message carries it.
+	OverwriteRefusedAnnotation = "work.flotilla.io/overwrite-refused"
+
 	// ManagedByLabel marks an object in a member as applied by Flotilla,
 	// with the value ManagedByValue. An object without it (and without
 	// FieldManager among its managers) is the member's own: Flotilla takes

@@ -24,8 +24,12 @@ type WorkSpec struct {
 
 	// ConflictResolution says what to do with an object of the same name that
 	// exists in the member and is not managed by Flotilla: Abort (default)
-	// leaves it and reports the conflict, Overwrite takes it over. Copied from
-	// the binding. Flotilla extension (Karmada carries it in an annotation).
+	// leaves it and reports the conflict, Overwrite takes it over. Decided by
+	// the binding controller from the binding: Overwrite only from a
+	// ClusterPropagationPolicy, a ClusterResourceBinding or a namespace
+	// labelled policy.flotilla.io/allow-overwrite=true, else Abort with the
+	// annotation work.flotilla.io/overwrite-refused saying why. Flotilla
+	// extension (Karmada carries it in an annotation).
 	// +kubebuilder:validation:Enum=Abort;Overwrite
 	// +optional
 	ConflictResolution policyv1alpha1.ConflictResolution `json:"conflictResolution,omitempty"`

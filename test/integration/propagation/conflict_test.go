@@ -14,10 +14,12 @@ import (
 
 // TestConflictResolution: an object the member already has, not made by
 // Flotilla, is left alone and reported under Abort, and taken over under
-// Overwrite.
+// Overwrite — in a namespace the cluster admin marked for takeover
+// (TestOverwriteFromATenantPolicyNeedsTheClusterAdminsMark is the unmarked one).
 func TestConflictResolution(t *testing.T) {
 	const ns = "conflict"
-	namespace(t, ns, true)
+	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{
+		policyv1alpha1.FederatedLabel: "true", policyv1alpha1.AllowOverwriteLabel: "true"}}})
 	if err := members[member1].Create(ctx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
