@@ -34,7 +34,7 @@ spec:
   placement: {clusterAffinity: {clusterNames: [member1]}}
 `, policyName)
 		}
-		Expect(theFleet.Apply(ctx, []byte(policy("first")+"---"+pauseDeploymentYAML(ns, name, 2)))).To(Succeed())
+		Expect(theFleet.Apply(ctx, []byte(policy("first")+"---"+milliCPUDeployment(ns, name, 2)))).To(Succeed())
 		_, err := theFleet.WaitWorkloadReady(ctx, ns, "Deployment", name, 2*timeUnit)
 		Expect(err).NotTo(HaveOccurred())
 		member := theFleet.Member("member1")
@@ -72,22 +72,6 @@ spec:
 		}).WithTimeout(timeUnit).Should(BeTrue())
 	}, SpecTimeout(6*time.Minute))
 })
-
-func pauseDeploymentYAML(ns, name string, replicas int) string {
-	return fmt.Sprintf(`
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: %s, namespace: %s}
-spec:
-  replicas: %d
-  selector: {matchLabels: {app: %s}}
-  template:
-    metadata: {labels: {app: %s}}
-    spec:
-      containers:
-      - {name: app, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: 10m}}}
-`, name, ns, replicas, name, name)
-}
 
 // podUIDs lists the UIDs of the Pods of a namespace, sorted.
 func podUIDs(ctx context.Context, c client.Client, ns string) []string {
