@@ -32,6 +32,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/enrolment"
+	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/failover"
 	"github.com/flotilla-io/flotilla/controllers/memberclient"
 	"github.com/flotilla-io/flotilla/controllers/propagation"
@@ -57,6 +58,8 @@ type options struct {
 	schedulerRetryInterval time.Duration
 	assumedCapacityGrace   time.Duration
 	leaderElectNamespace   string
+	memberApplyTimeout     time.Duration
+	memberConcurrentWorks  int
 	enrolment              enrolment.Options
 	failover               failover.Options
 }
@@ -71,6 +74,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.assumedCapacityGrace, "assumed-capacity-grace", 30*time.Second, "How long replicas just placed on a member keep counting against its capacity after its capacity model is newer than the placement (estimator lag).")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease; the manager's own namespace when empty.")
+	fs.DurationVar(&o.memberApplyTimeout, "member-apply-timeout", execution.DefaultMemberTimeout, "How long applying one Work to a Push-mode member may take before the member counts as unreachable and is left alone for a backoff.")
+	fs.IntVar(&o.memberConcurrentWorks, "member-concurrent-works", execution.DefaultMaxInFlightPerMember, "How many Works of one Push-mode member are applied at once; the rest wait without holding a worker, so a slow member delays only its own Works.")
 
 	e := &o.enrolment
 	fs.BoolVar(&e.EnrolAll, "enrol-all", false, "Enrol every CAPI Cluster not labelled flotilla.io/enroll=false, not only those (or whose namespace is) labelled flotilla.io/enroll=true.")
@@ -152,6 +157,12 @@ func run(opts *options) error {
 	if err := opts.failover.Pacing.Validate(); err != nil {
 		return err
 	}
+	if opts.memberApplyTimeout <= 0 {
+		return fmt.Errorf("--member-apply-timeout must be positive, got %s", opts.memberApplyTimeout)
+	}
+	if opts.memberConcurrentWorks < 1 {
+		return fmt.Errorf("--member-concurrent-works must be at least 1, got %d", opts.memberConcurrentWorks)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
@@ -199,9 +210,13 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	if err := quotacontroller.SetupWithManager(ctx, mgr, quotas, controller.Options{}); err != nil {
 		return fmt.Errorf("set up quota: %w", err)
 	}
-	members := propagation.MemberClientsFrom(memberclient.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme()))
+	health := memberclient.NewHealth()
+	members := propagation.MemberClientsFrom(memberclient.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), health))
 	access := &enrolment.Access{Reader: mgr.GetAPIReader()}
-	if err := propagation.SetupWithManager(ctx, mgr, propagation.Options{MemberClients: members, MemberAccess: access}); err != nil {
+	if err := propagation.SetupWithManager(ctx, mgr, propagation.Options{
+		MemberClients: members, MemberAccess: access, MemberHealth: health,
+		MemberTimeout: opts.memberApplyTimeout, MaxInFlightPerMember: opts.memberConcurrentWorks,
+	}); err != nil {
 		return fmt.Errorf("set up propagation: %w", err)
 	}
 	failoverOpts := opts.failover

@@ -8,6 +8,13 @@
 // Member objects are not watched: a Work is applied again, and its status
 // refreshed, every ResyncUnhealthy (default 10s) while some object is not
 // applied or not healthy, and every ResyncHealthy (default 60s) otherwise.
+//
+// One member cannot hold up the others: at most MaxInFlightPerMember of a
+// member's Works are applied at once (the rest wait without holding a
+// worker), each apply is bounded by MemberTimeout, and a member that did not
+// answer is left alone for a growing backoff (memberclient.Health) — its
+// Works say Applied=False MemberUnreachable — and caught up at once when it
+// answers again.
 package execution
 
 import (
@@ -15,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,7 +36,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/finalizers"
@@ -37,7 +47,18 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/applier"
+	"github.com/flotilla-io/flotilla/controllers/memberclient"
 )
+
+// Defaults of the member isolation settings.
+const (
+	DefaultMaxInFlightPerMember = 2
+	DefaultMemberTimeout        = 15 * time.Second
+)
+
+// waitingRequeue is when a Work waiting for its member's slot is looked at
+// again if no slot's release handed it back first.
+const waitingRequeue = 30 * time.Second
 
 // MemberClients hands out a client of a member that acts as the hub's
 // scoped identity there; see applier.MemberClients.
@@ -72,8 +93,20 @@ type Reconciler struct {
 	Access   Access
 	Recorder events.EventRecorder
 	Options
+	// Health, when set, is what the hub's requests have shown of each
+	// member (the MemberClients' connections must report to it): a member
+	// that did not answer is not tried before its backoff ends.
+	Health *memberclient.Health
+	// MaxInFlightPerMember bounds how many Works of one member are applied
+	// at once. Default DefaultMaxInFlightPerMember.
+	MaxInFlightPerMember int
+	// MemberTimeout bounds one Work's apply or removal in its member.
+	// Default DefaultMemberTimeout.
+	MemberTimeout time.Duration
 
-	applier *applier.Applier
+	applier  *applier.Applier
+	inFlight *inFlight
+	wakeups  chan event.GenericEvent
 }
 
 // SetupWithManager watches Works in execution namespaces, and the
@@ -83,7 +116,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 		return errors.New("execution: Client, MemberClients and Recorder must be set")
 	}
 	r.Options.Default()
+	if r.MaxInFlightPerMember <= 0 {
+		r.MaxInFlightPerMember = DefaultMaxInFlightPerMember
+	}
+	if r.MemberTimeout <= 0 {
+		r.MemberTimeout = DefaultMemberTimeout
+	}
 	r.applier = &applier.Applier{Works: r.Client, Members: r.MemberClients, Access: r.Access, Recorder: r.Recorder, Options: r.Options}
+	r.wakeups = make(chan event.GenericEvent, 1024)
+	r.inFlight = newInFlight(r.MaxInFlightPerMember, r.wakeups)
+	if r.Health != nil {
+		if err := mgr.Add(manager.RunnableFunc(r.catchUp)); err != nil {
+			return err
+		}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("execution").
 		For(&workv1alpha1.Work{}, builder.WithPredicates(
@@ -92,6 +138,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 		)).
 		Watches(&clusterv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.worksOfMember),
 			builder.WithPredicates(syncModeChanged())).
+		WatchesRawSource(source.Channel(r.wakeups, &handler.EnqueueRequestForObject{})).
 		WithOptions(options).
 		Complete(r)
 }
@@ -135,10 +182,29 @@ func syncModeChanged() predicate.Funcs {
 	}
 }
 
+// catchUp applies, as soon as a member answers again, every Work of it
+// that waited out its backoff.
+func (r *Reconciler) catchUp(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case member := <-r.Health.Recovered():
+			for _, req := range r.worksOfMember(ctx, &clusterv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: member}}) {
+				select {
+				case r.wakeups <- workEvent(req.NamespacedName):
+				case <-ctx.Done():
+					return nil
+				}
+			}
+		}
+	}
+}
+
 func (r *Reconciler) worksOfMember(ctx context.Context, o client.Object) []reconcile.Request {
 	works := &workv1alpha1.WorkList{}
 	if err := r.Client.List(ctx, works, client.InNamespace(clusterv1alpha1.ExecutionNamespace(o.GetName()))); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "List the Works of a member whose sync mode changed", "member", o.GetName())
+		ctrl.LoggerFrom(ctx).Error(err, "List the Works of a member", "member", o.GetName())
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(works.Items))
@@ -198,9 +264,49 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{RequeueAfter: r.ResyncUnhealthy}, nil
 	}
 
-	if !work.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.applier.Withdraw(ctx, memberName, work)
+	if r.Health != nil {
+		if err := r.Health.Check(memberName); err != nil {
+			return r.unreachable(work, err), nil
+		}
 	}
-	out, err := r.applier.Apply(ctx, memberName, work)
+	if !r.inFlight.acquire(memberName, req.NamespacedName) {
+		return ctrl.Result{RequeueAfter: waitingRequeue}, nil
+	}
+	defer r.inFlight.release(memberName)
+	memberCtx, cancel := context.WithTimeout(ctx, r.MemberTimeout)
+	defer cancel()
+
+	if !work.DeletionTimestamp.IsZero() {
+		err := r.applier.Withdraw(memberCtx, memberName, work)
+		if err != nil && r.Health != nil {
+			if herr := r.Health.Check(memberName); herr != nil {
+				return r.unreachable(work, herr), nil
+			}
+		}
+		return ctrl.Result{}, err
+	}
+	out, err := r.applier.Apply(memberCtx, memberName, work)
+	if r.Health != nil {
+		if herr := r.Health.Check(memberName); herr != nil {
+			// The member stopped answering during the apply: what the
+			// manifests' statuses say is the timeout, not the member.
+			return r.unreachable(work, herr), nil
+		}
+	}
 	return ctrl.Result{RequeueAfter: out.RequeueAfter}, err
+}
+
+// unreachable marks a Work whose member did not answer, and says when it
+// is tried again (at the latest: a member that answers earlier wakes it).
+func (r *Reconciler) unreachable(work *workv1alpha1.Work, err error) ctrl.Result {
+	if work.DeletionTimestamp.IsZero() {
+		conditions.Set(work, metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionFalse,
+			Reason: workv1alpha1.WorkReasonMemberUnreachable, Message: err.Error(), ObservedGeneration: work.Generation})
+	}
+	retry := r.ResyncUnhealthy
+	var u *memberclient.UnreachableError
+	if errors.As(err, &u) {
+		retry = u.RetryIn
+	}
+	return ctrl.Result{RequeueAfter: retry}
 }

@@ -51,6 +51,7 @@ type Cache struct {
 	secrets   client.Reader
 	scheme    *runtime.Scheme
 	namespace string
+	health    *Health
 
 	mu      sync.Mutex
 	entries map[string]entry
@@ -65,8 +66,10 @@ type entry struct {
 // (a manager's client does, from its metadata cache); secrets reads whole
 // Secrets (e.g. the manager's API reader, so that the hub never caches every
 // Secret it has). scheme is the members' client scheme.
-func New(metadata, secrets client.Reader, scheme *runtime.Scheme) *Cache {
-	return &Cache{metadata: metadata, secrets: secrets, scheme: scheme, namespace: clusterv1alpha1.SystemNamespace, entries: map[string]entry{}}
+// health, when not nil, observes every request made through the Cache's
+// connections (see Health).
+func New(metadata, secrets client.Reader, scheme *runtime.Scheme, health *Health) *Cache {
+	return &Cache{metadata: metadata, secrets: secrets, scheme: scheme, namespace: clusterv1alpha1.SystemNamespace, health: health, entries: map[string]entry{}}
 }
 
 // Get returns a connection to member as its scoped identity.
@@ -98,6 +101,9 @@ func (c *Cache) Get(ctx context.Context, member string) (*Member, error) {
 	cfg, err := RESTConfig(secret)
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", member, err)
+	}
+	if c.health != nil {
+		cfg.WrapTransport = c.health.Wrap(member)
 	}
 	cl, err := client.New(cfg, client.Options{Scheme: c.scheme})
 	if err != nil {

@@ -25,7 +25,7 @@ func TestGetCachesPerMemberUntilTheIdentitySecretChanges(t *testing.T) {
 	ctx := context.Background()
 	s := identitySecret(t, "https://m1.example:6443", "token-1")
 	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(s).Build()
-	cache := New(c, c, clientgoscheme.Scheme)
+	cache := New(c, c, clientgoscheme.Scheme, NewHealth())
 
 	first, err := cache.Get(ctx, "m1")
 	if err != nil {
@@ -54,7 +54,7 @@ func TestGetCachesPerMemberUntilTheIdentitySecretChanges(t *testing.T) {
 
 func TestGetWithoutIdentityIsErrNoIdentity(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
-	_, err := New(c, c, clientgoscheme.Scheme).Get(context.Background(), "pull-member")
+	_, err := New(c, c, clientgoscheme.Scheme, nil).Get(context.Background(), "pull-member")
 	if !errors.Is(err, ErrNoIdentity) {
 		t.Errorf("got %v, want ErrNoIdentity", err)
 	}

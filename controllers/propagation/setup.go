@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,6 +35,13 @@ type Options struct {
 	MemberAccess execution.Access
 	// Execution tunes how often Works are re-applied.
 	Execution execution.Options
+	// MemberHealth is what the hub's requests showed of each member; the
+	// MemberClients' connections must report to it. nil: not tracked.
+	MemberHealth *memberclient.Health
+	// MaxInFlightPerMember and MemberTimeout bound what one member may take
+	// of the execution workers; 0 means execution's defaults.
+	MaxInFlightPerMember int
+	MemberTimeout        time.Duration
 	// Concurrency is how many templates, bindings and Works each controller
 	// reconciles at once; 0 means DefaultConcurrency.
 	Concurrency int
@@ -68,8 +76,10 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		SetupWithManager(ctx, mgr, options); err != nil {
 		return fmt.Errorf("binding controller: %w", err)
 	}
-	if err := (&execution.Reconciler{Client: c, MemberClients: opts.MemberClients, Access: opts.MemberAccess, Recorder: mgr.GetEventRecorder("flotilla-execution"), Options: opts.Execution}).
-		SetupWithManager(mgr, options); err != nil {
+	if err := (&execution.Reconciler{
+		Client: c, MemberClients: opts.MemberClients, Access: opts.MemberAccess, Recorder: mgr.GetEventRecorder("flotilla-execution"),
+		Options: opts.Execution, Health: opts.MemberHealth, MaxInFlightPerMember: opts.MaxInFlightPerMember, MemberTimeout: opts.MemberTimeout,
+	}).SetupWithManager(mgr, options); err != nil {
 		return fmt.Errorf("execution controller: %w", err)
 	}
 	if err := (&status.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("flotilla-status")}).

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,14 @@ func (m *Member) StopAPIServer() error { return m.cp.stopAPIServer() }
 
 // StartAPIServer restarts the member's kube-apiserver on the same port.
 func (m *Member) StartAPIServer(ctx context.Context) error { return m.cp.startAPIServer(ctx) }
+
+// FreezeAPIServer stops the member's kube-apiserver with SIGSTOP: its port
+// still accepts connections, and nothing answers — a hung member, not a
+// refusing one.
+func (m *Member) FreezeAPIServer() error { return m.cp.apiserver.signal(syscall.SIGSTOP) }
+
+// ThawAPIServer lets a frozen kube-apiserver run again (SIGCONT).
+func (m *Member) ThawAPIServer() error { return m.cp.apiserver.signal(syscall.SIGCONT) }
 
 // SetNodeNotReady stops kwok from acting as the Node's kubelet and reports
 // the Node NotReady, as a kubelet that lost its runtime would.

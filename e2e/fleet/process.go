@@ -103,6 +103,7 @@ func (p *process) stop(grace time.Duration) error {
 	}
 	pgid := cmd.Process.Pid
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	_ = syscall.Kill(-pgid, syscall.SIGCONT) // a frozen process must run to see SIGTERM
 	select {
 	case <-done:
 	case <-time.After(grace):
@@ -112,6 +113,20 @@ func (p *process) stop(grace time.Duration) error {
 	p.mu.Lock()
 	p.cmd, p.done = nil, nil
 	p.mu.Unlock()
+	return nil
+}
+
+// signal sends sig to the running process's group.
+func (p *process) signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil {
+		return fmt.Errorf("%s is not running", p.name)
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil {
+		return fmt.Errorf("signal %v to %s: %w", sig, p.name, err)
+	}
 	return nil
 }
 

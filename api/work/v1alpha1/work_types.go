@@ -142,6 +142,10 @@ const (
 	// WorkReasonMemberUnavailable: no client for the member (not enrolled,
 	// identity missing, unreachable).
 	WorkReasonMemberUnavailable = "MemberUnavailable"
+	// WorkReasonMemberUnreachable: the member did not answer the hub's last
+	// request (hung, slow past the timeout, or down); the Work is tried again
+	// after a backoff, and at once when the member answers.
+	WorkReasonMemberUnreachable = "MemberUnreachable"
 	// WorkReasonInvalidManifest: a manifest cannot be decoded.
 	WorkReasonInvalidManifest = "InvalidManifest"
 	// WorkReasonAvailable / WorkReasonNotAvailable: every applied object is

@@ -27,7 +27,7 @@ func envtestUser(name string) envtest.User {
 }
 
 func memberClients() *memberclient.Cache {
-	return memberclient.New(hub.Client, hub.Client, clientgoscheme.Scheme)
+	return memberclient.New(hub.Client, hub.Client, clientgoscheme.Scheme, nil)
 }
 
 func hubIdentity(t *testing.T, member string) *corev1.Secret {
