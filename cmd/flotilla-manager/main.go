@@ -60,6 +60,7 @@ type options struct {
 	leaderElectNamespace   string
 	memberApplyTimeout     time.Duration
 	memberConcurrentWorks  int
+	memberWithdrawTimeout  time.Duration
 	enrolment              enrolment.Options
 	failover               failover.Options
 }
@@ -75,6 +76,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease; the manager's own namespace when empty.")
 	fs.DurationVar(&o.memberApplyTimeout, "member-apply-timeout", execution.DefaultMemberTimeout, "How long applying one Work to a Push-mode member may take before the member counts as unreachable and is left alone for a backoff.")
+	fs.DurationVar(&o.memberWithdrawTimeout, "member-withdraw-timeout", execution.DefaultWithdrawTimeout, "How long a deleted Work waits for its member to answer (Push) or its agent's Lease to be renewed (Pull) before it is released without its objects removed; they are named in LeftInMember events and the MemberCluster's ObjectsLeftBehind condition.")
 	fs.IntVar(&o.memberConcurrentWorks, "member-concurrent-works", execution.DefaultMaxInFlightPerMember, "How many Works of one Push-mode member are applied at once; the rest wait without holding a worker, so a slow member delays only its own Works.")
 
 	e := &o.enrolment
@@ -160,6 +162,9 @@ func run(opts *options) error {
 	if opts.memberApplyTimeout <= 0 {
 		return fmt.Errorf("--member-apply-timeout must be positive, got %s", opts.memberApplyTimeout)
 	}
+	if opts.memberWithdrawTimeout <= 0 {
+		return fmt.Errorf("--member-withdraw-timeout must be positive, got %s", opts.memberWithdrawTimeout)
+	}
 	if opts.memberConcurrentWorks < 1 {
 		return fmt.Errorf("--member-concurrent-works must be at least 1, got %d", opts.memberConcurrentWorks)
 	}
@@ -215,7 +220,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	access := &enrolment.Access{Reader: mgr.GetAPIReader()}
 	if err := propagation.SetupWithManager(ctx, mgr, propagation.Options{
 		MemberClients: members, MemberAccess: access, MemberHealth: health,
-		MemberTimeout: opts.memberApplyTimeout, MaxInFlightPerMember: opts.memberConcurrentWorks,
+		MemberTimeout: opts.memberApplyTimeout, MaxInFlightPerMember: opts.memberConcurrentWorks, WithdrawTimeout: opts.memberWithdrawTimeout,
 	}); err != nil {
 		return fmt.Errorf("set up propagation: %w", err)
 	}

@@ -238,6 +238,28 @@ func (a *Applier) Withdraw(ctx context.Context, member string, w *workv1alpha1.W
 	return nil
 }
 
+// Abandon releases a deleted Work's execution finalizer without touching
+// the member, for a member that cannot be reached: it returns the objects
+// that may remain there ("Kind namespace/name", or "Kind name" when
+// cluster-scoped), for the caller to report. Objects the Work preserves on
+// deletion are not listed.
+func Abandon(w *workv1alpha1.Work) []string {
+	controllerutil.RemoveFinalizer(w, workv1alpha1.ExecutionFinalizer)
+	if isTrue(w.Spec.PreserveResourcesOnDeletion) {
+		return nil
+	}
+	ids := dedupe(append(appliedIdentifiers(w.Status.ManifestStatuses), manifestIdentifiers(w)...))
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		name := id.Name
+		if id.Namespace != "" {
+			name = id.Namespace + "/" + id.Name
+		}
+		out = append(out, id.Kind+" "+name)
+	}
+	return out
+}
+
 // connect sets Dispatching on a live Work and finds the member's client;
 // without one the Work is marked MemberUnavailable.
 func (a *Applier) connect(ctx context.Context, member string, w *workv1alpha1.Work) (target, error) {

@@ -15,6 +15,12 @@
 // answer is left alone for a growing backoff (memberclient.Health) — its
 // Works say Applied=False MemberUnreachable — and caught up at once when it
 // answers again.
+//
+// Deletion is bounded: a deleted Work whose member has not answered (or, in
+// Pull mode, whose agent's Lease has expired) for WithdrawTimeout since the
+// deletion began is released without its objects being removed; what may
+// remain in the member is named in LeftInMember events on the Work and the
+// MemberCluster and in the MemberCluster's ObjectsLeftBehind condition.
 package execution
 
 import (
@@ -24,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -54,7 +61,12 @@ import (
 const (
 	DefaultMaxInFlightPerMember = 2
 	DefaultMemberTimeout        = 15 * time.Second
+	DefaultWithdrawTimeout      = 10 * time.Minute
 )
+
+// LeftInMemberReason is the event reason of a Work released without its
+// objects removed from an unreachable member.
+const LeftInMemberReason = "LeftInMember"
 
 // waitingRequeue is when a Work waiting for its member's slot is looked at
 // again if no slot's release handed it back first.
@@ -103,6 +115,9 @@ type Reconciler struct {
 	// MemberTimeout bounds one Work's apply or removal in its member.
 	// Default DefaultMemberTimeout.
 	MemberTimeout time.Duration
+	// WithdrawTimeout is how long a deleted Work waits for its unreachable
+	// member before it is released anyway. Default DefaultWithdrawTimeout.
+	WithdrawTimeout time.Duration
 
 	applier  *applier.Applier
 	inFlight *inFlight
@@ -121,6 +136,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 	}
 	if r.MemberTimeout <= 0 {
 		r.MemberTimeout = DefaultMemberTimeout
+	}
+	if r.WithdrawTimeout <= 0 {
+		r.WithdrawTimeout = DefaultWithdrawTimeout
 	}
 	r.applier = &applier.Applier{Works: r.Client, Members: r.MemberClients, Access: r.Access, Recorder: r.Recorder, Options: r.Options}
 	r.wakeups = make(chan event.GenericEvent, 1024)
@@ -234,8 +252,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// The member's flotilla-agent applies its Works with the same
 		// applier and field manager, and owns the execution finalizer: it
 		// removes what it applied when a Work is deleted, including a Work
-		// the hub applied before the member switched to Pull.
-		return ctrl.Result{}, nil
+		// the hub applied before the member switched to Pull. An agent
+		// gone for good does not hold the Work forever.
+		if work.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(work, workv1alpha1.ExecutionFinalizer) {
+			return ctrl.Result{}, nil
+		}
+		if conditions.IsTrue(member, clusterv1alpha1.ConditionReachable) {
+			return ctrl.Result{}, nil
+		}
+		if wait := r.withdrawWait(work); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+		before := work.DeepCopy()
+		if err := r.abandon(ctx, work, member, "its agent's Lease expired"); err != nil {
+			return ctrl.Result{}, err
+		}
+		// The agent may have come back meanwhile: never overwrite its write.
+		return ctrl.Result{}, r.Client.Patch(ctx, work, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 	}
 
 	if work.DeletionTimestamp.IsZero() {
@@ -266,6 +299,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	if r.Health != nil {
 		if err := r.Health.Check(memberName); err != nil {
+			if !work.DeletionTimestamp.IsZero() && r.withdrawWait(work) <= 0 {
+				return ctrl.Result{}, r.abandon(ctx, work, member, err.Error())
+			}
 			return r.unreachable(work, err), nil
 		}
 	}
@@ -280,6 +316,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		err := r.applier.Withdraw(memberCtx, memberName, work)
 		if err != nil && r.Health != nil {
 			if herr := r.Health.Check(memberName); herr != nil {
+				if r.withdrawWait(work) <= 0 {
+					return ctrl.Result{}, r.abandon(ctx, work, member, herr.Error())
+				}
 				return r.unreachable(work, herr), nil
 			}
 		}
@@ -294,6 +333,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}
 	return ctrl.Result{RequeueAfter: out.RequeueAfter}, err
+}
+
+// withdrawWait is how much longer a deleted Work waits for its member.
+func (r *Reconciler) withdrawWait(work *workv1alpha1.Work) time.Duration {
+	return time.Until(work.DeletionTimestamp.Add(r.WithdrawTimeout))
+}
+
+// abandon releases a deleted Work whose member did not answer for
+// WithdrawTimeout, and says what may remain in the member.
+func (r *Reconciler) abandon(ctx context.Context, work *workv1alpha1.Work, member *clusterv1alpha1.MemberCluster, why string) error {
+	left := applier.Abandon(work)
+	if len(left) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("Work %s was deleted %s ago and member %s did not answer (%s): its objects were not removed and may remain there: %s",
+		work.Name, time.Since(work.DeletionTimestamp.Time).Round(time.Second), member.Name, why, strings.Join(left, ", "))
+	r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, LeftInMemberReason, "Withdraw", "%s", msg)
+	r.Recorder.Eventf(member, nil, corev1.EventTypeWarning, LeftInMemberReason, "Withdraw", "%s", msg)
+	helper, err := patch.NewHelper(member, r.Client)
+	if err != nil {
+		return err
+	}
+	conditions.Set(member, metav1.Condition{Type: clusterv1alpha1.ConditionObjectsLeftBehind, Status: metav1.ConditionTrue,
+		Reason: clusterv1alpha1.ObjectsLeftBehindReason, Message: truncate(msg, 2048)})
+	if err := helper.Patch(ctx, member, patch.WithOwnedConditions{Conditions: []string{clusterv1alpha1.ConditionObjectsLeftBehind}}); err != nil {
+		return fmt.Errorf("report on MemberCluster %s what Work %s left behind: %w", member.Name, work.Name, err)
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
 }
 
 // unreachable marks a Work whose member did not answer, and says when it

@@ -42,6 +42,9 @@ type Options struct {
 	// of the execution workers; 0 means execution's defaults.
 	MaxInFlightPerMember int
 	MemberTimeout        time.Duration
+	// WithdrawTimeout bounds how long a deleted Work waits for its
+	// unreachable member; 0 means execution's default.
+	WithdrawTimeout time.Duration
 	// Concurrency is how many templates, bindings and Works each controller
 	// reconciles at once; 0 means DefaultConcurrency.
 	Concurrency int
@@ -79,6 +82,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if err := (&execution.Reconciler{
 		Client: c, MemberClients: opts.MemberClients, Access: opts.MemberAccess, Recorder: mgr.GetEventRecorder("flotilla-execution"),
 		Options: opts.Execution, Health: opts.MemberHealth, MaxInFlightPerMember: opts.MaxInFlightPerMember, MemberTimeout: opts.MemberTimeout,
+		WithdrawTimeout: opts.WithdrawTimeout,
 	}).SetupWithManager(mgr, options); err != nil {
 		return fmt.Errorf("execution controller: %w", err)
 	}

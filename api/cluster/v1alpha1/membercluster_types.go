@@ -24,6 +24,14 @@ const (
 	// ConditionReachable mirrors CAPI's RemoteConnectionProbe in Push mode
 	// and the agent's Lease in Pull mode.
 	ConditionReachable = "Reachable"
+	// ConditionObjectsLeftBehind is True when Works of the member were
+	// deleted while it could not be reached for the execution controller's
+	// withdraw timeout: their objects were not removed from the member, and
+	// the message names them. Informational; it stays until the member is
+	// removed or the condition is deleted by an operator who cleaned them.
+	ConditionObjectsLeftBehind = "ObjectsLeftBehind"
+	// ObjectsLeftBehindReason is ConditionObjectsLeftBehind's reason.
+	ObjectsLeftBehindReason = "WithdrawTimedOut"
 	// ConditionControlPlaneAvailable mirrors CAPI's ControlPlaneAvailable.
 	ConditionControlPlaneAvailable = "ControlPlaneAvailable"
 	// ConditionWorkersAvailable is False when healthy worker Machines fall

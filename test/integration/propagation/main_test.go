@@ -11,6 +11,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -22,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,20 +33,33 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/execution"
+	"github.com/flotilla-io/flotilla/controllers/memberclient"
 	"github.com/flotilla-io/flotilla/controllers/propagation"
 	"github.com/flotilla-io/flotilla/test/testenv"
 )
 
-// Members of the test fleet.
+// Members of the test fleet. hungMember's address accepts connections and
+// never answers: a member whose apiserver hangs.
 const (
-	member1 = "member1"
-	member2 = "member2"
+	member1    = "member1"
+	member2    = "member2"
+	hungMember = "hung"
 )
 
 var (
 	hub *testenv.Env
 	// members are the member apiservers' admin clients, by member name.
 	members = map[string]client.Client{}
+	// hung is hungMember's client; its requests report to health.
+	hung   client.Client
+	health = &memberclient.Health{MinBackoff: 2 * time.Second, MaxBackoff: 4 * time.Second}
+)
+
+// Member isolation settings of the suite's execution controller: short, so
+// that the hung member's tests take seconds.
+const (
+	memberTimeout   = 2 * time.Second
+	withdrawTimeout = 4 * time.Second
 )
 
 // staticMembers is MemberClients over the members' admin clients: the hub's
@@ -87,6 +103,11 @@ func run(m *testing.M) (int, error) {
 	if err := enrolMembers(ctx); err != nil {
 		return 0, err
 	}
+	stopHung, err := startHungMember(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer stopHung()
 	if err := startManager(ctx); err != nil {
 		return 0, err
 	}
@@ -167,6 +188,57 @@ func enrolMembers(ctx context.Context) error {
 	return nil
 }
 
+// startHungMember enrols hungMember, whose address is a listener that
+// accepts connections, reads what comes and never answers.
+func startHungMember(ctx context.Context) (func(), error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go func() { _, _ = io.Copy(io.Discard, c) }()
+		}
+	}()
+	stop := func() {
+		_ = l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}
+	cfg := &rest.Config{Host: "https://" + l.Addr().String(), TLSClientConfig: rest.TLSClientConfig{Insecure: true},
+		WrapTransport: health.Wrap(hungMember)}
+	if hung, err = client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme}); err != nil {
+		stop()
+		return nil, err
+	}
+	mc := &clusterv1alpha1.MemberCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: hungMember},
+		Spec:       clusterv1alpha1.MemberClusterSpec{ClusterRef: clusterv1alpha1.ClusterReference{Namespace: "default", Name: hungMember}},
+	}
+	if err := hub.Client.Create(ctx, mc); err != nil {
+		stop()
+		return nil, fmt.Errorf("create MemberCluster %s: %w", hungMember, err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.ExecutionNamespace(hungMember)}}
+	if err := hub.Client.Create(ctx, ns); err != nil {
+		stop()
+		return nil, fmt.Errorf("create execution namespace of %s: %w", hungMember, err)
+	}
+	return stop, nil
+}
+
 // Resync periods of the execution controller: short, so that member status
 // written by a test reaches the hub quickly.
 const (
@@ -183,10 +255,17 @@ func startManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	all := staticMembers{hungMember: hung}
+	for name, c := range members {
+		all[name] = c
+	}
 	err = propagation.SetupWithManager(ctx, mgr, propagation.Options{
-		MemberClients: staticMembers(members),
-		Execution:     execution.Options{ResyncUnhealthy: resyncUnhealthy, ResyncHealthy: resyncHealthy},
-		Concurrency:   4,
+		MemberClients:   all,
+		Execution:       execution.Options{ResyncUnhealthy: resyncUnhealthy, ResyncHealthy: resyncHealthy},
+		Concurrency:     4,
+		MemberHealth:    health,
+		MemberTimeout:   memberTimeout,
+		WithdrawTimeout: withdrawTimeout,
 	})
 	if err != nil {
 		return err
