@@ -14,7 +14,10 @@
 // worker), each apply is bounded by MemberTimeout, and a member that did not
 // answer is left alone for a growing backoff (memberclient.Health) — its
 // Works say Applied=False MemberUnreachable — and caught up at once when it
-// answers again.
+// answers again. A Work the member rejects (invalid, denied by its
+// admission) is retried with a doubling backoff up to 5 minutes, and at
+// once when it changes; the member's message is in the Work's Applied
+// condition and the binding's FullyApplied condition.
 //
 // Deletion is bounded: a deleted Work whose member has not answered (or, in
 // Pull mode, whose agent's Lease has expired) for WithdrawTimeout since the
@@ -119,8 +122,9 @@ type Reconciler struct {
 	// member before it is released anyway. Default DefaultWithdrawTimeout.
 	WithdrawTimeout time.Duration
 
-	applier  *applier.Applier
-	inFlight *inFlight
+	applier    *applier.Applier
+	inFlight   *inFlight
+	rejections rejections
 	wakeups  chan event.GenericEvent
 }
 
@@ -241,6 +245,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	work := &workv1alpha1.Work{}
 	if err := r.Client.Get(ctx, req.NamespacedName, work); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.rejections.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	member := &clusterv1alpha1.MemberCluster{}
@@ -332,7 +339,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return r.unreachable(work, herr), nil
 		}
 	}
-	return ctrl.Result{RequeueAfter: out.RequeueAfter}, err
+	rejected := conditions.GetReason(work, workv1alpha1.WorkApplied) == workv1alpha1.WorkReasonApplyFailed
+	return ctrl.Result{RequeueAfter: r.rejections.retryAfter(req.NamespacedName, work.Generation, rejected, out.RequeueAfter)}, err
 }
 
 // withdrawWait is how much longer a deleted Work waits for its member.
