@@ -125,7 +125,7 @@ type Reconciler struct {
 	applier    *applier.Applier
 	inFlight   *inFlight
 	rejections rejections
-	wakeups  chan event.GenericEvent
+	wakeups    chan event.GenericEvent
 }
 
 // SetupWithManager watches Works in execution namespaces, and the
