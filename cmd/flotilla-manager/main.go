@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -50,6 +51,7 @@ const imageRepository = "ghcr.io/flotilla-io/"
 // options are the manager's flags.
 type options struct {
 	metricsAddr            string
+	metricsSecure          bool
 	healthAddr             string
 	webhookPort            int
 	webhookCertDir         string
@@ -67,6 +69,7 @@ type options struct {
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; 0 disables it.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS to authenticated and authorised clients only (a bearer token allowed to get the non-resource URL /metrics); false serves plain HTTP to anyone who reaches the port.")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":9440", "Address the /healthz and /readyz endpoints bind to.")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs/", "Directory holding tls.crt and tls.key of the webhook server.")
@@ -144,6 +147,17 @@ func newScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
+// metricsOptions serves the metrics endpoint; secure, every scrape is
+// checked with the hub's TokenReview and SubjectAccessReview.
+func metricsOptions(opts *options) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: opts.metricsAddr}
+	if opts.metricsSecure {
+		o.SecureServing = true
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return o
+}
+
 func run(opts *options) error {
 	scheme, err := newScheme()
 	if err != nil {
@@ -170,7 +184,7 @@ func run(opts *options) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.healthAddr,
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        "flotilla-manager",

@@ -45,6 +45,7 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -531,6 +532,9 @@ func (r *Reconciler) writeWork(ctx context.Context, s *rendering, member string,
 		work.Annotations[workv1alpha1.BindingKindAnnotation] = s.key.Kind
 		work.Annotations[workv1alpha1.BindingNamespaceAnnotation] = b.GetNamespace()
 		work.Annotations[workv1alpha1.BindingNameAnnotation] = b.GetName()
+		if !apiequality.Semantic.DeepEqual(work.Spec.Workload.Manifests, manifests) {
+			work.Annotations[workv1alpha1.RenderedAtAnnotation] = time.Now().UTC().Format(time.RFC3339Nano)
+		}
 		work.Spec.Workload.Manifests = manifests
 		work.Spec.SuspendDispatching = ptr.To(dispatchSuspended(spec.Suspension, member))
 		work.Spec.PreserveResourcesOnDeletion = ptr.To(ptr.Deref(spec.PreserveResourcesOnDeletion, false))

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/metrics"
 	"github.com/flotilla-io/flotilla/internal/throttle"
 )
 
@@ -104,6 +105,8 @@ func (s *Storm) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, err
 	s.fleet, s.mode = f, s.Config.ModeOf(f)
 	after := s.mode
 	s.mu.Unlock()
+	metrics.EvictionMode.Set(float64(after))
+	metrics.UnhealthyMembers.Set(float64(f.Unhealthy))
 
 	if before == after {
 		return ctrl.Result{}, nil

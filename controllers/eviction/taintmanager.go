@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/patch"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/metrics"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/pacing"
@@ -231,6 +232,7 @@ func (t *TaintManager) evictOnce(ctx context.Context, k pacing.Key) error {
 	}
 	mode := eviction.PurgeModeOf(spec.Failover)
 	for _, d := range evicted {
+		metrics.Evictions.WithLabelValues(string(mode)).Inc()
 		t.Recorder.Eventf(b, nil, corev1.EventTypeNormal, workv1alpha1.EvictedEvent, "Evict",
 			"Evicted from member %s (purge mode %s): %s", d.member, mode, taskMessage(spec, d.member))
 		ctrl.LoggerFrom(ctx).V(1).Info("Evicted", "binding", k.String(), "member", d.member, "purgeMode", mode)

@@ -58,6 +58,7 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/applier"
 	"github.com/flotilla-io/flotilla/controllers/memberclient"
+	"github.com/flotilla-io/flotilla/controllers/metrics"
 )
 
 // Defaults of the member isolation settings.
@@ -331,7 +332,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		return ctrl.Result{}, err
 	}
+	before := work.DeepCopy()
+	started := time.Now()
 	out, err := r.applier.Apply(memberCtx, memberName, work)
+	metrics.WorkApplyDuration.WithLabelValues(memberName).Observe(metrics.Since(started))
 	if r.Health != nil {
 		if herr := r.Health.Check(memberName); herr != nil {
 			// The member stopped answering during the apply: what the
@@ -339,6 +343,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return r.unreachable(work, herr), nil
 		}
 	}
+	observeApply(memberName, before, work)
 	rejected := conditions.GetReason(work, workv1alpha1.WorkApplied) == workv1alpha1.WorkReasonApplyFailed
 	return ctrl.Result{RequeueAfter: r.rejections.retryAfter(req.NamespacedName, work.Generation, rejected, out.RequeueAfter)}, err
 }
@@ -378,9 +383,37 @@ func truncate(s string, n int) string {
 	return s[:n-3] + "..."
 }
 
+// observeApply records an apply's outcome: an error by reason, or the
+// latency from the manifests' rendering to their first being applied, and
+// healthy, at this generation.
+func observeApply(member string, before, after *workv1alpha1.Work) {
+	applied := conditions.Get(after, workv1alpha1.WorkApplied)
+	if applied != nil && applied.Status == metav1.ConditionFalse {
+		metrics.MemberApplyErrors.WithLabelValues(member, applied.Reason).Inc()
+	}
+	renderedAt, err := time.Parse(time.RFC3339Nano, after.Annotations[workv1alpha1.RenderedAtAnnotation])
+	if err != nil {
+		return
+	}
+	firstTrue := func(condType string) bool {
+		now, was := conditions.Get(after, condType), conditions.Get(before, condType)
+		return now != nil && now.Status == metav1.ConditionTrue && now.ObservedGeneration == after.Generation &&
+			(was == nil || was.Status != metav1.ConditionTrue || was.ObservedGeneration != after.Generation)
+	}
+	if firstTrue(workv1alpha1.WorkApplied) {
+		metrics.RenderToApplied.WithLabelValues(member).Observe(metrics.Since(renderedAt))
+	}
+	if firstTrue(workv1alpha1.WorkAvailable) {
+		metrics.RenderToHealthy.WithLabelValues(member).Observe(metrics.Since(renderedAt))
+	}
+}
+
 // unreachable marks a Work whose member did not answer, and says when it
 // is tried again (at the latest: a member that answers earlier wakes it).
 func (r *Reconciler) unreachable(work *workv1alpha1.Work, err error) ctrl.Result {
+	if member, ok := memberOf(work.Namespace); ok {
+		metrics.MemberApplyErrors.WithLabelValues(member, workv1alpha1.WorkReasonMemberUnreachable).Inc()
+	}
 	if work.DeletionTimestamp.IsZero() {
 		conditions.Set(work, metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionFalse,
 			Reason: workv1alpha1.WorkReasonMemberUnreachable, Message: err.Error(), ObservedGeneration: work.Generation})

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/flotilla-io/flotilla/controllers/metrics"
 )
 
 // Health is what the hub has learnt, from its own requests, of whether each
@@ -113,6 +115,7 @@ func (h *Health) Observe(member string, err error) {
 	if err == nil {
 		if m != nil && m.failures > 0 {
 			delete(h.members, member)
+			metrics.MemberUnreachable.DeleteLabelValues(member)
 			select {
 			case h.recovered <- member:
 			default: // a slow reader misses a wake-up, never a Work: each is requeued at its retry
@@ -126,6 +129,7 @@ func (h *Health) Observe(member string, err error) {
 	}
 	m.failures++
 	m.cause = err
+	metrics.MemberUnreachable.WithLabelValues(member).Set(1)
 	backoff := h.MinBackoff << min(m.failures-1, 16)
 	if backoff > h.MaxBackoff || backoff <= 0 {
 		backoff = h.MaxBackoff
@@ -138,6 +142,7 @@ func (h *Health) Forget(member string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.members, member)
+	metrics.MemberUnreachable.DeleteLabelValues(member)
 }
 
 // Recovered delivers the name of each member that answers again after it

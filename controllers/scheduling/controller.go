@@ -24,6 +24,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/eviction"
+	"github.com/flotilla-io/flotilla/controllers/metrics"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
@@ -160,11 +161,18 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request, b wor
 		}
 	}()
 
+	start := time.Now()
 	snap, err := r.snapshots.get(ctx)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("snapshot of members: %w", err)
 	}
-	return r.schedule(ctx, snap, b), nil
+	result := r.schedule(ctx, snap, b)
+	reason := conditions.GetReason(b, workv1alpha1.ConditionScheduled)
+	metrics.SchedulingDecisionDuration.WithLabelValues(reason).Observe(metrics.Since(start))
+	if reason == workv1alpha1.BindingReasonQuotaExceeded {
+		metrics.QuotaRefusals.WithLabelValues(b.GetNamespace()).Inc()
+	}
+	return result, nil
 }
 
 // schedule runs one decision and records it on the binding.

@@ -38,7 +38,13 @@ type Hub struct {
 	// Client is an admin client of the hub.
 	Client client.Client
 	scheme *runtime.Scheme
+
+	metricsURL string
 }
+
+// MetricsURL is flotilla-manager's metrics endpoint (HTTPS, authenticated
+// by hub tokens); empty when the fleet runs no flotilla-manager.
+func (h *Hub) MetricsURL() string { return h.metricsURL }
 
 // Kubeconfig is the path of an admin kubeconfig of the hub.
 func (h *Hub) Kubeconfig() string { return h.cp.Kubeconfig }
@@ -201,6 +207,7 @@ func (h *Hub) startFlotilla(ctx context.Context, opts Options) error {
 		"--health-probe-bind-address=" + healthAddr,
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[2]),
 	}, opts.Manager.Args...)
+	h.metricsURL = "https://127.0.0.1:" + strconv.Itoa(ports[2]) + "/metrics"
 	h.flotilla = newProcess("flotilla-manager", opts.Manager.Binary, filepath.Join(h.cp.dir, "logs"), args...)
 	if err := h.flotilla.start(); err != nil {
 		return err

@@ -19,6 +19,11 @@ const (
 	// conflictResolution is then Abort, and a conflict's message carries it.
 	OverwriteRefusedAnnotation = "work.flotilla.io/overwrite-refused"
 
+	// RenderedAtAnnotation on a Work is when the binding controller last
+	// wrote different manifests (RFC 3339, nanoseconds): the start of the
+	// render-to-applied and render-to-healthy latency metrics.
+	RenderedAtAnnotation = "work.flotilla.io/rendered-at"
+
 	// ManagedByLabel marks an object in a member as applied by Flotilla,
 	// with the value ManagedByValue. An object without it (and without
 	// FieldManager among its managers) is the member's own: Flotilla takes
