@@ -23,8 +23,8 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/eviction"
 	"github.com/flotilla-io/flotilla/controllers/metrics"
+	"github.com/flotilla-io/flotilla/internal/eviction"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
