@@ -52,7 +52,7 @@ type ClusterResourceEnvelope struct {
 // whole Kubernetes manifest. apiVersion, kind and metadata.name are
 // required; metadata is validated as an object's.
 // +kubebuilder:pruning:PreserveUnknownFields
-// +kubebuilder:validation:XValidation:rule="has(self.metadata) && has(self.metadata.name) && self.metadata.name != ''",message="metadata.name is required"
+// +kubebuilder:validation:XValidation:rule="has(self.metadata) && has(self.metadata.name) && size(self.metadata.name) > 0",message="metadata.name is required"
 type EnvelopedManifest struct {
 	runtime.RawExtension `json:",inline"`
 }
