@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -376,6 +378,23 @@ data:
 	}
 	if app, _, _ := unstructured.NestedString(got.Object, "data", "webhook", "metadata", "labels", "app"); app != "guard" {
 		t.Errorf("webhook label app = %q, want guard", app)
+	}
+}
+
+// TestTheClusterEnvelopeExampleIsAdmitted: examples/cluster-envelope.yaml
+// applies with strict field validation.
+func TestTheClusterEnvelopeExampleIsAdmitted(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "cluster-envelope.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		obj := objectFromYAML(t, doc)
+		if err := env.Client.Create(context.Background(), obj, client.FieldValidation(metav1.FieldValidationStrict)); err != nil {
+			t.Errorf("create %s %s: %v", obj.GetKind(), obj.GetName(), err)
+			continue
+		}
+		_ = env.Client.Delete(context.Background(), obj)
 	}
 }
 

@@ -27,7 +27,7 @@ func TestAClusterResourceEnvelopesContentsApplyAsTheHubIdentity(t *testing.T) {
 			"webhooks": []any{map[string]any{
 				"name": "gadgets.guard.example.com", "admissionReviewVersions": []any{"v1"}, "sideEffects": "None", "failurePolicy": "Ignore",
 				"clientConfig": map[string]any{"url": "https://guard.example.invalid/validate"},
-				"rules": []any{map[string]any{"apiGroups": []any{"guard.example.com"}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"gadgets"}}},
+				"rules":        []any{map[string]any{"apiGroups": []any{"guard.example.com"}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"gadgets"}}},
 			}}},
 		{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": map[string]any{"name": "gadgets.guard.example.com"},
 			"spec": map[string]any{"group": "guard.example.com", "scope": "Namespaced",
