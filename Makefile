@@ -45,6 +45,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code and CRDs from api/.
 	$(CONTROLLER_GEN) webhook paths=./webhooks/... output:webhook:artifacts:config=config/webhook
 	@if [ -d controllers ]; then $(CONTROLLER_GEN) rbac:roleName=flotilla-manager paths=./controllers/... output:rbac:artifacts:config=config/rbac; fi
 	@bash hack/label-crds.sh config/crd/bases
+	@bash hack/embed-map-values.sh config/crd/bases/policy.flotilla.io_clusterresourceenvelopes.yaml data
 
 .PHONY: verify-generate
 verify-generate: generate ## Fail when generated files differ from what is committed.

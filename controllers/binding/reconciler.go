@@ -10,10 +10,11 @@
 //     same Work, before the workload, with overrides applied to each; they
 //     leave the member with it. A dependency missing on the hub is skipped
 //     and named in the Rendered condition's message.
-//   - Envelopes: a template that is an envelope ConfigMap
-//     (internal/envelope) is replaced in the Work by the objects it carries,
-//     after overrides are applied to the ConfigMap itself (so a
-//     fieldOverrider can customise an embedded manifest per member).
+//   - Envelopes: a template that is an envelope — a labelled ConfigMap or a
+//     ClusterResourceEnvelope (internal/envelope) — is replaced in the Work
+//     by the objects it carries, after overrides are applied to the
+//     envelope itself (so an overrider can customise an embedded manifest
+//     per member).
 //   - Tenancy: what a ResourceBinding renders is confined to its namespace
 //     (internal/tenancy): an object that is cluster-scoped, of a kind the
 //     hub does not serve, in another namespace, or a template or dependency

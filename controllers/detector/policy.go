@@ -269,11 +269,7 @@ func (e *evaluation) condition(self policymatch.Policy) metav1.Condition {
 		return falseBecause(policyv1alpha1.UnknownResourceKindReason,
 			"the hub serves no %s: install the CRD on the hub, or correct the resourceSelectors", strings.Join(e.unknownKinds, ", "))
 	case e.selected == 0:
-		msg := "no template matches the resourceSelectors"
-		if len(e.clusterKinds) > 0 {
-			msg += fmt.Sprintf("; %s is cluster-scoped, which only a ClusterPropagationPolicy selects", strings.Join(e.clusterKinds, ", "))
-		}
-		return falseBecause(policyv1alpha1.NoMatchingTemplatesReason, "%s", msg)
+		return falseBecause(policyv1alpha1.NoMatchingTemplatesReason, "%s", "no template matches the resourceSelectors"+e.clusterKindsNote())
 	case e.claimed == 0:
 		return falseBecause(policyv1alpha1.ClaimedByOtherPoliciesReason,
 			"every template this policy selects (%d) is claimed by another policy: %s", e.selected, e.othersList())
@@ -282,7 +278,22 @@ func (e *evaluation) condition(self policymatch.Policy) metav1.Condition {
 	if len(e.others) > 0 {
 		msg += "; other selected templates are claimed by " + e.othersList()
 	}
+	msg += e.clusterKindsNote()
 	return metav1.Condition{Type: policyv1alpha1.ConditionPropagating, Status: metav1.ConditionTrue, Reason: policyv1alpha1.PropagatingReason, Message: msg}
+}
+
+// clusterKindsNote tells a PropagationPolicy that the cluster-scoped kinds
+// it names (a ClusterResourceEnvelope, a ClusterRole…) are never selected,
+// whatever else it propagates.
+func (e *evaluation) clusterKindsNote() string {
+	if len(e.clusterKinds) == 0 {
+		return ""
+	}
+	verb := "is"
+	if len(e.clusterKinds) > 1 {
+		verb = "are"
+	}
+	return fmt.Sprintf("; %s %s cluster-scoped, which only a ClusterPropagationPolicy selects", strings.Join(e.clusterKinds, ", "), verb)
 }
 
 func (e *evaluation) othersList() string {

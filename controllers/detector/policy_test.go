@@ -67,6 +67,18 @@ func TestPolicyConditionStatesTheFirstReasonNothingPropagates(t *testing.T) {
 			want: metav1.Condition{Status: "True", Reason: "Propagating", Message: "propagates 2 templates; other selected templates are claimed by ClusterPropagationPolicy all (1)"},
 		},
 		{
+			name: "a PropagationPolicy naming only a cluster-scoped kind", policy: pp,
+			e: fine(evaluation{clusterKinds: []string{"ClusterResourceEnvelope"}}),
+			want: metav1.Condition{Status: "False", Reason: "NoMatchingTemplates",
+				Message: "no template matches the resourceSelectors; ClusterResourceEnvelope is cluster-scoped, which only a ClusterPropagationPolicy selects"},
+		},
+		{
+			name: "propagating, and naming cluster-scoped kinds besides", policy: pp,
+			e: fine(evaluation{selected: 1, claimed: 1, clusterKinds: []string{"ClusterResourceEnvelope", "ClusterRole"}}),
+			want: metav1.Condition{Status: "True", Reason: "Propagating",
+				Message: "propagates 1 template; ClusterResourceEnvelope, ClusterRole are cluster-scoped, which only a ClusterPropagationPolicy selects"},
+		},
+		{
 			name: "propagating one", policy: pp,
 			e:    fine(evaluation{selected: 1, claimed: 1}),
 			want: metav1.Condition{Status: "True", Reason: "Propagating", Message: "propagates 1 template"},

@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -268,6 +270,41 @@ spec: {resource: {apiVersion: v1, kind: Secret, namespace: other-tenant, name: d
 			want: rejection{"spec.resource.namespace", "must be empty or the binding's own namespace fleet: a ResourceBinding renders only templates of its own namespace"},
 		},
 		{
+			name: "cluster envelope manifest without apiVersion",
+			yaml: creWith(`{kind: ClusterRole, metadata: {name: reader}}`),
+			want: rejection{"data[role].apiVersion", "Required value"},
+		},
+		{
+			name: "cluster envelope manifest without kind",
+			yaml: creWith(`{apiVersion: rbac.authorization.k8s.io/v1, metadata: {name: reader}}`),
+			want: rejection{"data[role].kind", "Required value"},
+		},
+		{
+			name: "cluster envelope manifest without name",
+			yaml: creWith(`{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {labels: {a: b}}}`),
+			want: rejection{"data[role]", "metadata.name is required"},
+		},
+		{
+			name: "cluster envelope manifest without metadata",
+			yaml: creWith(`{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole}`),
+			want: rejection{"data[role]", "metadata.name is required"},
+		},
+		{
+			name: "cluster envelope manifest with an invalid name",
+			yaml: creWith(`{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: "Not/A Name"}}`),
+			want: rejection{"data[role].metadata.name", "Invalid value"},
+		},
+		{
+			name: "cluster envelope key that is no ConfigMap key",
+			yaml: `
+apiVersion: policy.flotilla.io/v1alpha1
+kind: ClusterResourceEnvelope
+metadata: {name: e}
+data:
+  "a/b": {apiVersion: v1, kind: Namespace, metadata: {name: guard}}`,
+			want: rejection{"data", "keys must consist of alphanumeric characters"},
+		},
+		{
 			name: "member with an unknown sync mode",
 			yaml: `
 apiVersion: cluster.flotilla.io/v1alpha1
@@ -282,6 +319,82 @@ spec: {clusterRef: {namespace: ns, name: c}, syncMode: Sideways}`,
 			err := createFromYAML(t, tc.yaml)
 			assertRejected(t, err, tc.want)
 		})
+	}
+}
+
+// creWith is a ClusterResourceEnvelope carrying manifest under the key role.
+func creWith(manifest string) string {
+	return `
+apiVersion: policy.flotilla.io/v1alpha1
+kind: ClusterResourceEnvelope
+metadata: {name: e}
+data:
+  role: ` + manifest
+}
+
+// TestAClusterResourceEnvelopeKeepsWholeManifests: a valid envelope is
+// admitted under strict field validation, and its manifests come back whole
+// — fields the envelope's schema does not know are kept, namespaced objects
+// keep their namespace.
+func TestAClusterResourceEnvelopeKeepsWholeManifests(t *testing.T) {
+	ctx := context.Background()
+	obj := objectFromYAML(t, `
+apiVersion: policy.flotilla.io/v1alpha1
+kind: ClusterResourceEnvelope
+metadata: {name: whole}
+data:
+  webhook:
+    apiVersion: admissionregistration.k8s.io/v1
+    kind: ValidatingWebhookConfiguration
+    metadata: {name: guard, labels: {app: guard}}
+    webhooks:
+    - name: guard.example.com
+      admissionReviewVersions: [v1]
+      sideEffects: None
+      clientConfig: {service: {name: guard, namespace: guard-system, port: 8443}}
+  service:
+    apiVersion: v1
+    kind: Service
+    metadata: {name: guard, namespace: guard-system}
+    spec: {ports: [{port: 8443}]}`)
+	if err := env.Client.Create(ctx, obj, client.FieldValidation(metav1.FieldValidationStrict)); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	defer func() { _ = env.Client.Delete(ctx, obj) }()
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(obj.GroupVersionKind())
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+		t.Fatal(err)
+	}
+	webhooks, _, _ := unstructured.NestedSlice(got.Object, "data", "webhook", "webhooks")
+	if len(webhooks) != 1 {
+		t.Fatalf("webhooks = %v, want the one written", webhooks)
+	}
+	if ns, _, _ := unstructured.NestedString(webhooks[0].(map[string]any), "clientConfig", "service", "namespace"); ns != "guard-system" {
+		t.Errorf("webhook clientConfig.service.namespace = %q, want guard-system", ns)
+	}
+	if ns, _, _ := unstructured.NestedString(got.Object, "data", "service", "metadata", "namespace"); ns != "guard-system" {
+		t.Errorf("Service metadata.namespace = %q, want guard-system", ns)
+	}
+	if app, _, _ := unstructured.NestedString(got.Object, "data", "webhook", "metadata", "labels", "app"); app != "guard" {
+		t.Errorf("webhook label app = %q, want guard", app)
+	}
+}
+
+// TestTheClusterEnvelopeExampleIsAdmitted: examples/cluster-envelope.yaml
+// applies with strict field validation.
+func TestTheClusterEnvelopeExampleIsAdmitted(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "cluster-envelope.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		obj := objectFromYAML(t, doc)
+		if err := env.Client.Create(context.Background(), obj, client.FieldValidation(metav1.FieldValidationStrict)); err != nil {
+			t.Errorf("create %s %s: %v", obj.GetKind(), obj.GetName(), err)
+			continue
+		}
+		_ = env.Client.Delete(context.Background(), obj)
 	}
 }
 

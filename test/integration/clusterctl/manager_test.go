@@ -143,10 +143,19 @@ func managerIsConfinedToClaimsAndItsOwnObjects(t *testing.T, api *apiserver, kub
 	if err := api.client.Create(ctx, tmpl); err != nil {
 		t.Fatal(err)
 	}
+	envelope := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "policy.flotilla.io/v1alpha1", "kind": "ClusterResourceEnvelope",
+		"metadata": map[string]any{"name": "admission"},
+		"data":     map[string]any{"role": map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": "reader"}}},
+	}}
+	if err := api.client.Create(ctx, envelope); err != nil {
+		t.Fatal(err)
+	}
 	merge := func(p string) client.Patch { return client.RawPatch("application/merge-patch+json", []byte(p)) }
 	allowed := map[string]error{
-		"record a claim on a template":             m.Patch(ctx, tmpl, merge(`{"metadata":{"labels":{"propagationpolicy.flotilla.io/permanent-id":"u"},"annotations":{"propagationpolicy.flotilla.io/name":"p","propagationpolicy.flotilla.io/namespace":"tenant"}}}`)),
-		"write a Secret in an execution namespace": m.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "flotilla-es-m1", Name: "flotilla-agent-token"}}),
+		"record a claim on a template":                m.Patch(ctx, tmpl, merge(`{"metadata":{"labels":{"propagationpolicy.flotilla.io/permanent-id":"u"},"annotations":{"propagationpolicy.flotilla.io/name":"p","propagationpolicy.flotilla.io/namespace":"tenant"}}}`)),
+		"record a claim on a ClusterResourceEnvelope": m.Patch(ctx, envelope.DeepCopy(), merge(`{"metadata":{"labels":{"clusterpropagationpolicy.flotilla.io/permanent-id":"u"},"annotations":{"clusterpropagationpolicy.flotilla.io/name":"p"}}}`)),
+		"write a Secret in an execution namespace":    m.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "flotilla-es-m1", Name: "flotilla-agent-token"}}),
 	}
 	for what, err := range allowed {
 		if err != nil {
@@ -155,7 +164,10 @@ func managerIsConfinedToClaimsAndItsOwnObjects(t *testing.T, api *apiserver, kub
 	}
 	// Admission (flotilla-manager-writes) or RBAC refuse the rest.
 	refused := map[string]error{
-		"change a template's data":               m.Patch(ctx, tmpl, merge(`{"data":{"k":"evil"}}`)),
+		"change a template's data":                    m.Patch(ctx, tmpl, merge(`{"data":{"k":"evil"}}`)),
+		"change a ClusterResourceEnvelope's contents": m.Patch(ctx, envelope.DeepCopy(), merge(`{"data":{"role":{"metadata":{"name":"evil"}}}}`)),
+		"create a ClusterResourceEnvelope": m.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "policy.flotilla.io/v1alpha1", "kind": "ClusterResourceEnvelope", "metadata": map[string]any{"name": "planted"}}}),
 		"change a template's own labels":         m.Patch(ctx, tmpl, merge(`{"metadata":{"labels":{"app":"evil"}}}`)),
 		"patch kube-system's labels":             m.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}}, merge(`{"metadata":{"labels":{"x":"y"}}}`)),
 		"write a Secret in a tenant namespace":   m.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "planted"}}),
