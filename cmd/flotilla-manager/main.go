@@ -60,6 +60,9 @@ type options struct {
 	schedulerRetryInterval time.Duration
 	assumedCapacityGrace   time.Duration
 	leaderElectNamespace   string
+	leaseDuration          time.Duration
+	renewDeadline          time.Duration
+	retryPeriod            time.Duration
 	memberApplyTimeout     time.Duration
 	memberConcurrentWorks  int
 	memberWithdrawTimeout  time.Duration
@@ -78,6 +81,9 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.assumedCapacityGrace, "assumed-capacity-grace", 30*time.Second, "How long replicas just placed on a member keep counting against its capacity after its capacity model is newer than the placement (estimator lag).")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease; the manager's own namespace when empty.")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a standby waits, from the leader's last renewal, before it takes the Lease over.")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership (and exits).")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew the Lease.")
 	fs.DurationVar(&o.memberApplyTimeout, "member-apply-timeout", execution.DefaultMemberTimeout, "How long applying one Work to a Push-mode member may take before the member counts as unreachable and is left alone for a backoff.")
 	fs.DurationVar(&o.memberWithdrawTimeout, "member-withdraw-timeout", execution.DefaultWithdrawTimeout, "How long a deleted Work waits for its member to answer (Push) or its agent's Lease to be renewed (Pull) before it is released without its objects removed; they are named in LeftInMember events and the MemberCluster's ObjectsLeftBehind condition.")
 	fs.IntVar(&o.memberConcurrentWorks, "member-concurrent-works", execution.DefaultMaxInFlightPerMember, "How many Works of one Push-mode member are applied at once; the rest wait without holding a worker, so a slow member delays only its own Works.")
@@ -173,6 +179,10 @@ func run(opts *options) error {
 	if err := opts.failover.Pacing.Validate(); err != nil {
 		return err
 	}
+	if opts.leaderElect && !(opts.retryPeriod > 0 && opts.retryPeriod < opts.renewDeadline && opts.renewDeadline < opts.leaseDuration) {
+		return fmt.Errorf("leader election needs 0 < --leader-elect-retry-period (%s) < --leader-elect-renew-deadline (%s) < --leader-elect-lease-duration (%s)",
+			opts.retryPeriod, opts.renewDeadline, opts.leaseDuration)
+	}
 	if opts.memberApplyTimeout <= 0 {
 		return fmt.Errorf("--member-apply-timeout must be positive, got %s", opts.memberApplyTimeout)
 	}
@@ -189,6 +199,12 @@ func run(opts *options) error {
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        "flotilla-manager",
 		LeaderElectionNamespace: opts.leaderElectNamespace,
+		LeaseDuration:           &opts.leaseDuration,
+		RenewDeadline:           &opts.renewDeadline,
+		RetryPeriod:             &opts.retryPeriod,
+		// A leader that stops cleanly hands over at once instead of after
+		// a lease duration: main returns when the manager stops.
+		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:           webhook.NewServer(webhook.Options{Port: opts.webhookPort, CertDir: opts.webhookCertDir}),
 	})
 	if err != nil {
