@@ -238,6 +238,10 @@ func (r *policyReconciler) evaluate(ctx context.Context, self policymatch.Policy
 	return e, nil
 }
 
+// keptNote says what becomes of templates propagated before their namespace
+// lost its label.
+const keptNote = "what was propagated before is kept as it is in members (neither updated nor removed) until the label is back"
+
 // condition is the Propagating condition an evaluation makes: the first
 // reason that stops templates from propagating, else what propagates.
 func (e *evaluation) condition(self policymatch.Policy) metav1.Condition {
@@ -249,8 +253,8 @@ func (e *evaluation) condition(self policymatch.Policy) metav1.Condition {
 		return falseBecause(policyv1alpha1.InvalidResourceSelectorReason, "%s", strings.Join(e.invalid, "; "))
 	case !e.policyNamespaceFederated:
 		return falseBecause(policyv1alpha1.NamespaceNotFederatedReason,
-			"namespace %s is not federated, so the templates this policy selects (%d now) stay on the hub: %s",
-			self.Namespace, e.selected, labelStep(self.Namespace))
+			"namespace %s is not federated, so the templates this policy selects (%d now) stay on the hub: %s; %s",
+			self.Namespace, e.selected, labelStep(self.Namespace), keptNote)
 	case len(e.notFederated) > 0:
 		namespaces := slices.Sorted(maps.Keys(e.notFederated))
 		blocked := 0
@@ -263,8 +267,8 @@ func (e *evaluation) condition(self policymatch.Policy) metav1.Condition {
 			step = fmt.Sprintf("label each with `kubectl label namespace <name> %s=true`", policyv1alpha1.FederatedLabel)
 		}
 		return falseBecause(policyv1alpha1.NamespaceNotFederatedReason,
-			"%d of the %d templates this policy selects stay on the hub because %s not federated: %s",
-			blocked, e.selected, which, step)
+			"%d of the %d templates this policy selects stay on the hub because %s not federated: %s; %s",
+			blocked, e.selected, which, step, keptNote)
 	case len(e.unknownKinds) > 0:
 		return falseBecause(policyv1alpha1.UnknownResourceKindReason,
 			"the hub serves no %s: install the CRD on the hub, or correct the resourceSelectors", strings.Join(e.unknownKinds, ", "))

@@ -31,19 +31,19 @@ func TestPolicyConditionStatesTheFirstReasonNothingPropagates(t *testing.T) {
 			name: "a PropagationPolicy of a namespace not federated", policy: pp,
 			e: &evaluation{selected: 2},
 			want: metav1.Condition{Status: "False", Reason: "NamespaceNotFederated",
-				Message: "namespace apps is not federated, so the templates this policy selects (2 now) stay on the hub: label it with `kubectl label namespace apps flotilla.io/federated=true`"},
+				Message: "namespace apps is not federated, so the templates this policy selects (2 now) stay on the hub: label it with `kubectl label namespace apps flotilla.io/federated=true`; " + keptNote},
 		},
 		{
 			name: "a ClusterPropagationPolicy selecting in one namespace not federated", policy: cpp,
 			e: fine(evaluation{selected: 5, claimed: 3, notFederated: map[string]int{"legacy": 2}}),
 			want: metav1.Condition{Status: "False", Reason: "NamespaceNotFederated",
-				Message: "2 of the 5 templates this policy selects stay on the hub because namespace legacy is not federated: label it with `kubectl label namespace legacy flotilla.io/federated=true`"},
+				Message: "2 of the 5 templates this policy selects stay on the hub because namespace legacy is not federated: label it with `kubectl label namespace legacy flotilla.io/federated=true`; " + keptNote},
 		},
 		{
 			name: "a ClusterPropagationPolicy selecting in two namespaces not federated", policy: cpp,
 			e: fine(evaluation{selected: 2, notFederated: map[string]int{"b": 1, "a": 1}}),
 			want: metav1.Condition{Status: "False", Reason: "NamespaceNotFederated",
-				Message: "2 of the 2 templates this policy selects stay on the hub because namespaces a, b are not federated: label each with `kubectl label namespace <name> flotilla.io/federated=true`"},
+				Message: "2 of the 2 templates this policy selects stay on the hub because namespaces a, b are not federated: label each with `kubectl label namespace <name> flotilla.io/federated=true`; " + keptNote},
 		},
 		{
 			name: "a kind the hub does not serve", policy: cpp,
