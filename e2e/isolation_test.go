@@ -32,9 +32,9 @@ var _ = Describe("Member isolation", func() {
 			docs = append(docs, isolationDeployment(ns, fmt.Sprintf("old-%d", i), "everywhere", "v1"))
 		}
 		Expect(theFleet.Apply(ctx, []byte(strings.Join(docs, "\n---\n")))).To(Succeed())
-		for i := range workloads {
-			_, err := theFleet.WaitWorkloadReady(ctx, ns, "Deployment", fmt.Sprintf("old-%d", i), 2*timeUnit)
-			Expect(err).NotTo(HaveOccurred())
+		for _, m := range append([]*fleet.Member{hung}, others...) {
+			eventually(ctx, func() string { return versionsReady(ctx, m, ns, "v1", workloads) }).
+				WithTimeout(2*timeUnit).Should(BeEmpty(), "every workload Ready in %s", m.Spec.Name)
 		}
 
 		// CAPI would judge the member unreachable and failover would move
