@@ -205,9 +205,8 @@ func manifestsOf(objs []client.Object) ([]byte, error) {
 		obj.SetGroupVersionKind(gvk)
 		unstructured.RemoveNestedField(obj.Object, "metadata", "creationTimestamp")
 		unstructured.RemoveNestedField(obj.Object, "status")
-		unstructured.RemoveNestedField(obj.Object, "spec")
-		if spec, ok := u["spec"].(map[string]any); ok && len(spec) > 0 {
-			obj.Object["spec"] = spec
+		if spec, ok := u["spec"].(map[string]any); ok && len(spec) == 0 {
+			unstructured.RemoveNestedField(obj.Object, "spec")
 		}
 		out, err := yaml.Marshal(obj.Object)
 		if err != nil {

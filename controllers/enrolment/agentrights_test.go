@@ -48,6 +48,9 @@ func TestAgentRightsAreTheHubIdentitysRulesOnTheAgentsUsername(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("rights\n%v\nwant\n%v", got, want)
 	}
+	if _, found := objs[0].Object["spec"]; !found {
+		t.Errorf("the admission policy lost its spec in rendering")
+	}
 	if objs[10].GetLabels()[ManagedNamespaceLabel] != "true" {
 		t.Errorf("namespace shop labels %v, want %s=true", objs[10].GetLabels(), ManagedNamespaceLabel)
 	}
