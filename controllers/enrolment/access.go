@@ -40,7 +40,8 @@ import (
 //     widens the identity beyond its namespaces.
 //
 // kube-system, kube-public, kube-node-lease and flotilla-system are never
-// granted. Grants are not taken back while the member stays enrolled (a
+// granted. The rule is applier.Allowed, which also decides the agent's
+// grants in a Pull-mode member (agentrights.go). Grants are not taken back while the member stays enrolled (a
 // workload's namespace is kept when it leaves); unenrolling removes them.
 
 // accessTTL bounds how long a grant is taken as still in place without
