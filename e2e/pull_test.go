@@ -13,12 +13,17 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -166,6 +171,28 @@ var _ = Describe("Pull mode", Ordered, func() {
 			"read Secrets in its own namespace": hub.List(ctx, &corev1.SecretList{}, client.InNamespace(own)),
 		} {
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the agent's credentials must not %s; got %v", what, err)
+		}
+	}, SpecTimeout(2*timeUnit))
+
+	It("confines the agent in its member to what its Works need, with the rights its ClusterResourceSet delivered", func(ctx SpecContext) {
+		agent := agentMemberClient(ctx, edge)
+		By("the agent's admission policy is in the member, from its ClusterResourceSet")
+		Expect(edge.Client.Get(ctx, client.ObjectKey{Name: "flotilla-agent"}, &admissionregistrationv1.ValidatingAdmissionPolicy{})).To(Succeed())
+
+		By("real requests as the agent's ServiceAccount are refused")
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "agent-escape"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}}}
+		token := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "agent-escape",
+			Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}}, Type: corev1.SecretTypeServiceAccountToken}
+		for what, err := range map[string]error{
+			"create a Pod in kube-system":           agent.Create(ctx, pod),
+			"mint a token Secret":                   agent.Create(ctx, token),
+			"read kube-system's Secrets":            agent.List(ctx, &corev1.SecretList{}, client.InNamespace("kube-system")),
+			"bind cluster-admin":                    agent.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "agent-escape"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}, Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "flotilla-system", Name: "flotilla-agent"}}}),
+			"write a webhook configuration":         agent.Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "agent-escape"}}),
+			"create a ConfigMap in an unmanaged ns": agent.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "agent-escape"}}),
+		} {
+			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "the agent must not %s in its member; got %v", what, err)
 		}
 	}, SpecTimeout(2*timeUnit))
 
@@ -463,6 +490,20 @@ func agentHubClient(ctx context.Context, m *fleet.Member) client.Client {
 	Expect(m.Client.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.SystemNamespace, Name: agentmanifests.HubSecret}, secret)).To(Succeed())
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[agentmanifests.KubeconfigKey])
 	Expect(err).NotTo(HaveOccurred())
+	c, err := client.New(cfg, client.Options{Scheme: fleet.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// agentMemberClient is a member client authenticated as the agent's
+// ServiceAccount (a token from the TokenRequest API, as the agent's process gets).
+func agentMemberClient(ctx context.Context, m *fleet.Member) client.Client {
+	sa := &corev1.ServiceAccount{}
+	Expect(m.Client.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.SystemNamespace, Name: agentmanifests.ServiceAccount}, sa)).To(Succeed())
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}
+	Expect(m.Client.SubResource("token").Create(ctx, sa, tr)).To(Succeed())
+	cfg := rest.AnonymousClientConfig(m.RESTConfig())
+	cfg.BearerToken = tr.Status.Token
 	c, err := client.New(cfg, client.Options{Scheme: fleet.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
 	return c

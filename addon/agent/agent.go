@@ -260,7 +260,7 @@ func (s *sessions) manager(hubConfig *rest.Config) (manager.Manager, error) {
 	works := &workReconciler{
 		hub:    hub,
 		member: cfg.Member,
-		applier: &applier.Applier{Works: hub, Members: s.member,
+		applier: &applier.Applier{Works: hub, Members: s.member, Access: applier.Confined{},
 			Recorder: mgr.GetEventRecorder("flotilla-agent"), Options: cfg.Execution},
 		applied: s.applied,
 		mode:    &syncModeGate{hub: hub, member: cfg.Member, ttl: cfg.StatusPeriod, clock: cfg.Clock},

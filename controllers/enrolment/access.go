@@ -16,7 +16,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"sigs.k8s.io/cluster-api/util/secret"
 
@@ -41,7 +40,8 @@ import (
 //     widens the identity beyond its namespaces.
 //
 // kube-system, kube-public, kube-node-lease and flotilla-system are never
-// granted. Grants are not taken back while the member stays enrolled (a
+// granted. The rule is applier.Allowed, which also decides the agent's
+// grants in a Pull-mode member (agentrights.go). Grants are not taken back while the member stays enrolled (a
 // workload's namespace is kept when it leaves); unenrolling removes them.
 
 // accessTTL bounds how long a grant is taken as still in place without
@@ -71,26 +71,20 @@ var _ applier.Access = &Access{}
 // Grant makes sure the hub identity in member holds what need says, before
 // w is applied.
 func (a *Access) Grant(ctx context.Context, member string, w *workv1alpha1.Work, need applier.Need) error {
-	clusterWide := w.Annotations[workv1alpha1.BindingKindAnnotation] == "ClusterResourceBinding"
+	allowed, err := applier.Allowed(w, need)
+	if err != nil {
+		return err
+	}
 	var namespaces []string
 	var resources []schema.GroupResource
-	for _, ns := range need.Namespaces {
-		if slices.Contains(reservedNamespaces, ns) {
-			return fmt.Errorf("namespace %s: %w: Flotilla never writes in %v of a member", ns, applier.ErrAccessRefused, reservedNamespaces)
-		}
+	for _, ns := range allowed.Namespaces {
 		if !a.holds(member, ns, schema.GroupResource{}) {
 			namespaces = append(namespaces, ns)
 		}
 	}
-	for _, r := range need.Resources {
-		if r.Namespaced && !slices.Contains(sensitiveGroups, r.Group) {
-			continue // the namespace's RoleBinding covers it
-		}
-		if !clusterWide {
-			return fmt.Errorf("%s: %w: only a ClusterPropagationPolicy propagates cluster-scoped, RBAC or admission kinds", r.GroupResource, applier.ErrAccessRefused)
-		}
-		if !a.holds(member, "", r.GroupResource) && !slices.Contains(resources, r.GroupResource) {
-			resources = append(resources, r.GroupResource)
+	for _, r := range allowed.Resources {
+		if !a.holds(member, "", r) {
+			resources = append(resources, r)
 		}
 	}
 	if len(namespaces) == 0 && len(resources) == 0 {
@@ -100,8 +94,7 @@ func (a *Access) Grant(ctx context.Context, member string, w *workv1alpha1.Work,
 	if err != nil {
 		return err
 	}
-	c, username := admin.client, serviceAccountUser(clusterv1alpha1.SystemNamespace, hubIdentity)
-	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: clusterv1alpha1.SystemNamespace, Name: hubIdentity}}
+	c := admin.client
 	for _, ns := range namespaces {
 		if err := ensureManagedNamespace(ctx, c, ns); err != nil {
 			return fmt.Errorf("namespace %s of member %s: %w", ns, member, err)
@@ -109,18 +102,18 @@ func (a *Access) Grant(ctx context.Context, member string, w *workv1alpha1.Work,
 		if !a.guarded(member) {
 			// Never a write right before the policy that keeps the
 			// identity from minting tokens is in force.
-			if err := guardInForce(ctx, admin.config, hubIdentity, username, ns); err != nil {
+			if err := guardInForce(ctx, admin.config, hubMember, ns); err != nil {
 				return fmt.Errorf("member %s: %w", member, err)
 			}
 			a.markGuarded(member)
 		}
-		if err := bindNamespace(ctx, c, ns, hubIdentity, subjects); err != nil {
+		if err := writeObject(ctx, c, hubMember.namespaceBinding(ns)); err != nil {
 			return fmt.Errorf("grant the hub identity namespace %s of member %s: %w", ns, member, err)
 		}
 		a.record(member, ns, schema.GroupResource{})
 	}
 	if len(resources) > 0 {
-		if err := grantResources(ctx, c, hubIdentity, username, resources); err != nil {
+		if err := grantResources(ctx, c, hubMember, resources); err != nil {
 			return fmt.Errorf("grant the hub identity %v in member %s: %w", resources, member, err)
 		}
 		for _, r := range resources {
@@ -226,44 +219,39 @@ func ensureManagedNamespace(ctx context.Context, c client.Client, ns string) err
 	return nil
 }
 
-// bindNamespace binds the identity name's namespaced role in ns.
-func bindNamespace(ctx context.Context, c client.Client, ns, name string, subjects []rbacv1.Subject) error {
-	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	_, err := controllerutil.CreateOrUpdate(ctx, c, rb, func() error {
-		rb.Labels, rb.Subjects = managedBy(), subjects
-		rb.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name + namespacedSuffix}
-		return nil
-	})
-	return err
-}
-
 // grantResources adds resources to the identity's granted role and to what
 // its admission policy lets through.
-func grantResources(ctx context.Context, c client.Client, name, username string, resources []schema.GroupResource) error {
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name + grantedSuffix}}
-	var all []schema.GroupResource
-	if _, err := controllerutil.CreateOrUpdate(ctx, c, role, func() error {
-		all = grantedResources(role.Rules)
-		for _, r := range resources {
-			if !slices.Contains(all, r) {
-				all = append(all, r)
-			}
-		}
-		role.Labels, role.Rules = managedBy(), grantedRules(all)
-		return nil
-	}); err != nil {
+func grantResources(ctx context.Context, c client.Client, id memberIdentity, resources []schema.GroupResource) error {
+	current := &rbacv1.ClusterRole{}
+	if err := c.Get(ctx, client.ObjectKey{Name: id.name + grantedSuffix}, current); client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	return applyGuard(ctx, c, name, username, all)
+	all := unionResources(grantedResources(current.Rules), resources)
+	if err := writeObject(ctx, c, id.grantedRole(all)); err != nil {
+		return err
+	}
+	return applyGuard(ctx, c, id, all)
 }
 
-// guardInForce asks the member, by a dry run made as username (impersonated
+// unionResources is a with the resources of b it lacks.
+func unionResources(a, b []schema.GroupResource) []schema.GroupResource {
+	out := slices.Clone(a)
+	for _, r := range b {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// guardInForce asks the member, by a dry run made as the identity (impersonated
 // with CAPI's admin credentials, in group system:masters so that RBAC lets
 // the request through to admission), to create a service-account-token
 // Secret in ns: the identity's admission policy must refuse it.
-func guardInForce(ctx context.Context, adminConfig *rest.Config, policy, username, ns string) error {
+func guardInForce(ctx context.Context, adminConfig *rest.Config, id memberIdentity, ns string) error {
+	policy := id.name
 	cfg := rest.CopyConfig(adminConfig)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: username, Groups: []string{"system:masters", "system:authenticated"}}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: id.username(), Groups: []string{"system:masters", "system:authenticated"}}
 	c, err := client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
 	if err != nil {
 		return err

@@ -181,8 +181,9 @@ func agentMemberClusterRules(member string) []rbacv1.PolicyRule {
 	}
 }
 
-// applyAgentAddon writes the per-member CRS with the agent's manifests
-// (ConfigMap) and hub kubeconfig (Secret of the CRS type).
+// applyAgentAddon writes the per-member CRS with the agent's rights in the
+// member (agentrights.go), its manifests (ConfigMap) and hub kubeconfig
+// (Secret of the CRS type).
 func (r *Reconciler) applyAgentAddon(ctx context.Context, s *scope, kubeconfig []byte) error {
 	ns, name := s.cluster.Namespace, agentAddon(s.memberName)
 	manifests, err := agentmanifests.Render(agentmanifests.Params{Member: s.memberName, Image: r.AgentImage, Version: r.Version})
@@ -213,8 +214,15 @@ func (r *Reconciler) applyAgentAddon(ctx context.Context, s *scope, kubeconfig [
 	}); err != nil {
 		return fmt.Errorf("write Secret %s/%s: %w", ns, sec.Name, err)
 	}
+	rights, err := r.applyAgentRights(ctx, s)
+	if err != nil {
+		return err
+	}
+	// The rights come first: the agent's admission policy is in force, and
+	// it holds no write, before its Deployment exists.
 	selector := metav1.LabelSelector{MatchLabels: map[string]string{clusterv1alpha1.MemberLabel: s.memberName}}
 	return r.applyCRS(ctx, ns, name, selector, s.cluster,
+		addonsv1.ResourceRef{Kind: string(addonsv1.ConfigMapClusterResourceSetResourceKind), Name: rights},
 		addonsv1.ResourceRef{Kind: string(addonsv1.ConfigMapClusterResourceSetResourceKind), Name: cm.Name},
 		addonsv1.ResourceRef{Kind: string(addonsv1.SecretClusterResourceSetResourceKind), Name: sec.Name})
 }
@@ -244,6 +252,7 @@ func (r *Reconciler) removeAgent(ctx context.Context, clusterNamespace, member s
 	return r.deleteAll(ctx,
 		&addonsv1.ClusterResourceSet{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNamespace, Name: name}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNamespace, Name: name}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNamespace, Name: agentRightsConfigMap(member)}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNamespace, Name: name + "-hub"}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}},

@@ -94,7 +94,7 @@ func (r *Reconciler) reconcileIdentity(ctx context.Context, s *scope) (bool, err
 		if cfgErr == nil {
 			obs, probeErr := observe(ctx, cfg)
 			switch {
-			case probeErr == nil && (obs.partial || rulesHash(hubRules(obs.resources)) == stored.Annotations[annotationRulesHash]):
+			case probeErr == nil && (obs.partial || rulesHash(namespacedRules(obs.resources)) == stored.Annotations[annotationRulesHash]):
 				s.identity, s.observed = cfg, obs
 				s.member.Status.IdentitySecretRef = &corev1.SecretReference{Namespace: key.Namespace, Name: key.Name}
 				return true, nil
@@ -147,7 +147,7 @@ func (r *Reconciler) ensureIdentity(ctx context.Context, s *scope, key client.Ob
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		return nil, false, fmt.Errorf("discover the API of member %s: %w", s.memberName, err)
 	}
-	rules := hubRules(lists)
+	rules := namespacedRules(lists)
 	token, err := applyIdentity(ctx, admin.client, lists)
 	if err != nil {
 		return nil, false, fmt.Errorf("set up ServiceAccount %s/%s in member %s: %w", clusterv1alpha1.SystemNamespace, hubIdentity, s.memberName, err)
@@ -203,12 +203,11 @@ func applyIdentity(ctx context.Context, c client.Client, lists []*metav1.APIReso
 	if _, err := controllerutil.CreateOrUpdate(ctx, c, sa, func() error { sa.Labels = managedBy(); return nil }); err != nil {
 		return "", err
 	}
-	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: clusterv1alpha1.SystemNamespace, Name: hubIdentity}}
-	granted, err := applyRoles(ctx, c, hubIdentity, subjects, hubRules(lists))
+	granted, err := applyRoles(ctx, c, hubMember, namespacedRules(lists))
 	if err != nil {
 		return "", err
 	}
-	if err := applyGuard(ctx, c, hubIdentity, serviceAccountUser(clusterv1alpha1.SystemNamespace, hubIdentity), granted); err != nil {
+	if err := applyGuard(ctx, c, hubMember, granted); err != nil {
 		return "", err
 	}
 	token, err := ensureTokenSecret(ctx, c, sa, hubTokenSecret)
@@ -222,71 +221,64 @@ func serviceAccountUser(namespace, name string) string {
 	return "system:serviceaccount:" + namespace + ":" + name
 }
 
-// applyRoles writes the identity's roles and bindings (see rbac.go) for
-// subjects, and returns the kinds granted to it so far. The granted role is
-// created empty and otherwise left as it is: grants only grow.
-func applyRoles(ctx context.Context, c client.Client, name string, subjects []rbacv1.Subject, namespaced []rbacv1.PolicyRule) ([]schema.GroupResource, error) {
-	clusterRole := func(role string, rules []rbacv1.PolicyRule) error {
-		cr := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}}
-		_, err := controllerutil.CreateOrUpdate(ctx, c, cr, func() error { cr.Labels, cr.Rules = managedBy(), rules; return nil })
-		return err
-	}
-	clusterBinding := func(role string) error {
-		b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role}}
-		_, err := controllerutil.CreateOrUpdate(ctx, c, b, func() error {
-			b.Labels, b.Subjects = managedBy(), subjects
-			b.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}
-			return nil
-		})
-		return err
-	}
-	if err := clusterRole(name, baseRules()); err != nil {
-		return nil, err
-	}
-	if err := clusterBinding(name); err != nil {
-		return nil, err
-	}
-	if err := clusterRole(name+namespacedSuffix, namespaced); err != nil {
-		return nil, err
+// applyRoles writes the identity's roles and bindings (see rbac.go) and
+// returns the kinds granted to it so far. The granted role is created empty
+// and otherwise left as it is: grants only grow.
+func applyRoles(ctx context.Context, c client.Client, id memberIdentity, namespaced []rbacv1.PolicyRule) ([]schema.GroupResource, error) {
+	for _, o := range id.roles(namespaced) {
+		if err := writeObject(ctx, c, o); err != nil {
+			return nil, err
+		}
 	}
 	granted := &rbacv1.ClusterRole{}
-	err := c.Get(ctx, client.ObjectKey{Name: name + grantedSuffix}, granted)
+	err := c.Get(ctx, client.ObjectKey{Name: id.name + grantedSuffix}, granted)
 	if apierrors.IsNotFound(err) {
-		granted = &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name + grantedSuffix, Labels: managedBy()}}
+		granted = id.grantedRole(nil)
 		err = c.Create(ctx, granted)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := clusterBinding(name + grantedSuffix); err != nil {
-		return nil, err
-	}
-	capacity := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.SystemNamespace, Name: name + capacitySuffix}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, c, capacity, func() error { capacity.Labels, capacity.Rules = managedBy(), capacityRules(); return nil }); err != nil {
-		return nil, err
-	}
-	capacityBinding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.SystemNamespace, Name: name + capacitySuffix}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, c, capacityBinding, func() error {
-		capacityBinding.Labels, capacityBinding.Subjects = managedBy(), subjects
-		capacityBinding.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: capacity.Name}
-		return nil
-	}); err != nil {
-		return nil, err
-	}
 	return grantedResources(granted.Rules), nil
 }
 
-// applyGuard writes the admission policy that confines username, allowing
-// the sensitive kinds granted.
-func applyGuard(ctx context.Context, c client.Client, name, username string, granted []schema.GroupResource) error {
-	want, wantBinding := guardPolicy(name, username, granted)
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: want.Name}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, c, policy, func() error { policy.Labels, policy.Spec = managedBy(), want.Spec; return nil }); err != nil {
-		return fmt.Errorf("write ValidatingAdmissionPolicy %s: %w", want.Name, err)
+// applyGuard writes the admission policy that confines the identity,
+// allowing the sensitive kinds granted.
+func applyGuard(ctx context.Context, c client.Client, id memberIdentity, granted []schema.GroupResource) error {
+	for _, o := range id.guard(granted) {
+		if err := writeObject(ctx, c, o); err != nil {
+			return err
+		}
 	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: wantBinding.Name}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, c, binding, func() error { binding.Labels, binding.Spec = managedBy(), wantBinding.Spec; return nil }); err != nil {
-		return fmt.Errorf("write ValidatingAdmissionPolicyBinding %s: %w", wantBinding.Name, err)
+	return nil
+}
+
+// writeObject creates want in the member or brings the existing object's
+// labels and content (rules, subjects, spec) in line with it.
+func writeObject(ctx context.Context, c client.Client, want client.Object) error {
+	got := want.DeepCopyObject().(client.Object)
+	_, err := controllerutil.CreateOrUpdate(ctx, c, got, func() error {
+		got.SetLabels(want.GetLabels())
+		switch g := got.(type) {
+		case *rbacv1.ClusterRole:
+			g.Rules = want.(*rbacv1.ClusterRole).Rules
+		case *rbacv1.Role:
+			g.Rules = want.(*rbacv1.Role).Rules
+		case *rbacv1.ClusterRoleBinding:
+			g.Subjects, g.RoleRef = want.(*rbacv1.ClusterRoleBinding).Subjects, want.(*rbacv1.ClusterRoleBinding).RoleRef
+		case *rbacv1.RoleBinding:
+			g.Subjects, g.RoleRef = want.(*rbacv1.RoleBinding).Subjects, want.(*rbacv1.RoleBinding).RoleRef
+		case *admissionregistrationv1.ValidatingAdmissionPolicy:
+			g.Spec = want.(*admissionregistrationv1.ValidatingAdmissionPolicy).Spec
+		case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+			g.Spec = want.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding).Spec
+		default:
+			return fmt.Errorf("no way to write %T", got)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("write %T %s: %w", want, client.ObjectKeyFromObject(want), err)
 	}
 	return nil
 }

@@ -14,11 +14,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	agentmanifests "github.com/flotilla-io/flotilla/addon/agent/manifests"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/applier"
 )
 
-// The hub identity's permissions in a member (ServiceAccount
-// flotilla-system/flotilla-hub), least privilege:
+// The permissions of a member identity (memberIdentity: the hub's
+// ServiceAccount flotilla-system/flotilla-hub in a Push-mode member,
+// flotilla-system/flotilla-agent in a Pull-mode one; roles named after it,
+// shown here for the hub's), least privilege:
 //
 //   - ClusterRole/Binding flotilla-hub: read Namespaces and Nodes, nothing
 //     else cluster-wide.
@@ -66,13 +72,75 @@ const (
 // writes elsewhere.
 const ManagedNamespaceLabel = "flotilla.io/managed-namespace"
 
-// reservedNamespaces are never managed: the identity writes nothing there.
-var reservedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", clusterv1alpha1.SystemNamespace}
+// reservedNamespaces and sensitiveGroups are the applier's rule of what a
+// Work may need (applier.Allowed), which the admission policy enforces too.
+var (
+	reservedNamespaces = applier.ReservedNamespaces
+	sensitiveGroups    = applier.SensitiveGroups
+)
 
-// sensitiveGroups are the API groups whose kinds grant power (RBAC,
-// admission webhooks and policies): the identity writes them only when a
-// ClusterResourceBinding propagates the kind.
-var sensitiveGroups = []string{rbacv1.GroupName, admissionregistrationv1.GroupName}
+// memberIdentity is a ServiceAccount that writes Works' objects in a member:
+// the hub's (Push mode, set up and widened by enrolment with CAPI's admin
+// kubeconfig) or flotilla-agent's (Pull mode, whose rights travel through
+// its ClusterResourceSet). Both get the same roles and admission policy,
+// named after the ServiceAccount.
+type memberIdentity struct{ namespace, name string }
+
+var (
+	hubMember   = memberIdentity{namespace: clusterv1alpha1.SystemNamespace, name: hubIdentity}
+	agentMember = memberIdentity{namespace: clusterv1alpha1.SystemNamespace, name: agentmanifests.ServiceAccount}
+)
+
+func (i memberIdentity) username() string { return serviceAccountUser(i.namespace, i.name) }
+
+func (i memberIdentity) subjects() []rbacv1.Subject {
+	return []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: i.namespace, Name: i.name}}
+}
+
+// roles are the identity's roles and bindings but the granted role's
+// content (grantedRole): base and namespaced ClusterRoles, the bindings of
+// the base and granted roles, and the capacity Role and binding.
+func (i memberIdentity) roles(namespaced []rbacv1.PolicyRule) []client.Object {
+	meta := func(namespace, name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: managedBy()}
+	}
+	clusterRef := func(name string) rbacv1.RoleRef {
+		return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}
+	}
+	capacity := i.name + capacitySuffix
+	return []client.Object{
+		&rbacv1.ClusterRole{ObjectMeta: meta("", i.name), Rules: baseRules()},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: meta("", i.name), Subjects: i.subjects(), RoleRef: clusterRef(i.name)},
+		&rbacv1.ClusterRole{ObjectMeta: meta("", i.name+namespacedSuffix), Rules: namespaced},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: meta("", i.name+grantedSuffix), Subjects: i.subjects(), RoleRef: clusterRef(i.name + grantedSuffix)},
+		&rbacv1.Role{ObjectMeta: meta(clusterv1alpha1.SystemNamespace, capacity), Rules: capacityRules()},
+		&rbacv1.RoleBinding{ObjectMeta: meta(clusterv1alpha1.SystemNamespace, capacity), Subjects: i.subjects(),
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: capacity}},
+	}
+}
+
+// grantedRole is the identity's role holding the kinds granted to it.
+func (i memberIdentity) grantedRole(resources []schema.GroupResource) *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: i.name + grantedSuffix, Labels: managedBy()}, Rules: grantedRules(resources)}
+}
+
+// namespaceBinding binds the identity's namespaced role in a managed
+// namespace.
+func (i memberIdentity) namespaceBinding(ns string) *rbacv1.RoleBinding {
+	return &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: i.name, Labels: managedBy()},
+		Subjects:   i.subjects(),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: i.name + namespacedSuffix},
+	}
+}
+
+// guard is the identity's admission policy and its binding, letting the
+// sensitive kinds granted through.
+func (i memberIdentity) guard(granted []schema.GroupResource) []client.Object {
+	policy, binding := guardPolicy(i.name, i.username(), granted)
+	policy.Labels, binding.Labels = managedBy(), managedBy()
+	return []client.Object{policy, binding}
+}
 
 // baseRules are the identity's cluster-wide rules.
 func baseRules() []rbacv1.PolicyRule {
@@ -86,9 +154,10 @@ func capacityRules() []rbacv1.PolicyRule {
 		ResourceNames: []string{clusterv1alpha1.CapacityModelConfigMap}, Verbs: []string{"get"}}}
 }
 
-// hubRules are the rules of flotilla-hub-namespaced for the namespaced
+// namespacedRules are the rules of an identity's namespaced role
+// (flotilla-hub-namespaced, flotilla-agent-namespaced) for the namespaced
 // resources a member serves.
-func hubRules(lists []*metav1.APIResourceList) []rbacv1.PolicyRule {
+func namespacedRules(lists []*metav1.APIResourceList) []rbacv1.PolicyRule {
 	return groupRules(lists, func(group string, res metav1.APIResource) bool {
 		if !res.Namespaced || slices.Contains(sensitiveGroups, group) {
 			return false

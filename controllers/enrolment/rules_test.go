@@ -135,15 +135,15 @@ func TestNamespacedRulesGrantTopLevelNamespacedResourcesWithoutRBACOrEscalatingV
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: verbs},
 		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}, Verbs: verbs},
 	}
-	got := hubRules(lists)
+	got := namespacedRules(lists)
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("hubRules =\n%v\nwant\n%v", got, want)
 	}
-	if rulesHash(got) != rulesHash(hubRules(lists)) {
+	if rulesHash(got) != rulesHash(namespacedRules(lists)) {
 		t.Error("rulesHash is not deterministic")
 	}
 	lists[1].APIResources = append(lists[1].APIResources, metav1.APIResource{Name: "statefulsets", Namespaced: true})
-	if rulesHash(got) == rulesHash(hubRules(lists)) {
+	if rulesHash(got) == rulesHash(namespacedRules(lists)) {
 		t.Error("rulesHash did not change when the member started serving a new resource")
 	}
 	if err := servesAdmissionPolicies(lists); err == nil {

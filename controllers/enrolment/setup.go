@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,9 +77,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretToCluster),
 			builder.WithPredicates(secretConcernsEnrolment())).
 		Watches(&clusterv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(memberToCluster),
-			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletions()))).
+			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletions(), apiEnablementsChanged()))).
 		WatchesMetadata(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(r.workToCluster),
-			builder.WithPredicates(deletions())).
+			builder.WithPredicates(predicate.Or[client.Object](deletions(), r.pullMemberWorkChanged()))).
 		Watches(&addonsv1.ClusterResourceSet{}, handler.EnqueueRequestsFromMapFunc(r.addonToClusters),
 			builder.WithPredicates(deletions())).
 		WithOptions(options).
@@ -132,6 +133,40 @@ func secretConcernsEnrolment() predicate.Funcs {
 }
 
 // deletions lets through delete events only.
+// apiEnablementsChanged passes a MemberCluster whose reported API changed:
+// a Pull-mode agent's namespaced role lists what its member serves.
+func apiEnablementsChanged() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			before, ok1 := e.ObjectOld.(*clusterv1alpha1.MemberCluster)
+			after, ok2 := e.ObjectNew.(*clusterv1alpha1.MemberCluster)
+			return ok1 && ok2 && after.Spec.SyncMode == clusterv1alpha1.Pull &&
+				!equality.Semantic.DeepEqual(before.Status.APIEnablements, after.Status.APIEnablements)
+		},
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// pullMemberWorkChanged passes a new or changed Work of a Pull-mode member:
+// what it needs travels to the agent's rights (agentrights.go).
+func (r *Reconciler) pullMemberWorkChanged() predicate.Funcs {
+	ofPullMember := func(o client.Object) bool {
+		member, ok := strings.CutPrefix(o.GetNamespace(), clusterv1alpha1.ExecutionNamespacePrefix)
+		m := &clusterv1alpha1.MemberCluster{}
+		return ok && r.Client.Get(context.Background(), client.ObjectKey{Name: member}, m) == nil && m.Spec.SyncMode == clusterv1alpha1.Pull
+	}
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return ofPullMember(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() && ofPullMember(e.ObjectNew)
+		},
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
 func deletions() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },

@@ -16,6 +16,9 @@ import (
 )
 
 const (
+	// ServiceAccount is the agent's ServiceAccount in the member's
+	// flotilla-system, the identity it applies Works with there.
+	ServiceAccount = "flotilla-agent"
 	// HubSecret is the Secret in the member's flotilla-system holding the
 	// agent's hub kubeconfig.
 	HubSecret = "flotilla-agent-hub"
@@ -49,7 +52,7 @@ type Params struct {
 
 type values struct {
 	Params
-	Namespace, HubSecret, KubeconfigKey, HubMountPath, Kubeconfig string
+	Namespace, ServiceAccount, HubSecret, KubeconfigKey, HubMountPath, Kubeconfig string
 }
 
 // Render returns the agent's manifests as one multi-document YAML.
@@ -57,7 +60,7 @@ func Render(p Params) ([]byte, error) {
 	if p.Image == "" || p.Member == "" {
 		return nil, fmt.Errorf("render agent manifests: image and member are required")
 	}
-	return execute(agentTemplate, values{Params: p, Namespace: clusterv1alpha1.SystemNamespace, HubSecret: HubSecret, KubeconfigKey: KubeconfigKey, HubMountPath: HubMountPath})
+	return execute(agentTemplate, values{Params: p, Namespace: clusterv1alpha1.SystemNamespace, ServiceAccount: ServiceAccount, HubSecret: HubSecret, KubeconfigKey: KubeconfigKey, HubMountPath: HubMountPath})
 }
 
 // RenderHubCredentials returns the manifest of the Secret holding the agent's

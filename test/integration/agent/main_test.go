@@ -82,6 +82,9 @@ var (
 
 	// requests counts the writes that reach the member, by who sent them.
 	requests = &memberWrites{}
+
+	// agentInMember authenticates to the member as the agent's ServiceAccount.
+	agentInMember *rest.Config
 )
 
 func TestMain(m *testing.M) {
@@ -146,10 +149,12 @@ func run(m *testing.M) (int, error) {
 			return 0, err
 		}
 	}
-	agentMember, err := installAgentRBACInMember(ctx)
+	agentMember, err := installAgentInMember(ctx)
 	if err != nil {
 		return 0, err
 	}
+	agentInMember = agentMember
+	go edgeResourceSet.run(ctx)
 	kubeconfig, err := issuedHubCredentials(ctx)
 	if err != nil {
 		return 0, err
@@ -277,11 +282,12 @@ func enrolPullCluster(ctx context.Context, name string, kubeconfig []byte) error
 	})
 }
 
-// installAgentRBACInMember applies what the agent's ClusterResourceSet
-// installs in the member, but the Deployment (the agent runs in-process),
-// and returns a member config that authenticates as the agent's
-// ServiceAccount.
-func installAgentRBACInMember(ctx context.Context) (*rest.Config, error) {
+// installAgentInMember applies the agent's manifests as its
+// ClusterResourceSet installs them in the member, but the Deployment (the
+// agent runs in-process), and returns a member config that authenticates as
+// the agent's ServiceAccount. Its rights arrive through the same
+// ClusterResourceSet (edgeResourceSet).
+func installAgentInMember(ctx context.Context) (*rest.Config, error) {
 	manifests, err := agentmanifests.Render(agentmanifests.Params{Member: edge, Image: agentImg, Version: "v0.0.0-test"})
 	if err != nil {
 		return nil, err

@@ -143,7 +143,9 @@ func TestPullModeMemberGetsAgentWithConfinedHubCredentials(t *testing.T) {
 	if err := hub.Client.Get(ctx(), client.ObjectKey{Namespace: ns, Name: "flotilla-agent-puller"}, crs); err != nil {
 		t.Fatalf("agent ClusterResourceSet: %v", err)
 	}
-	wantRes := []addonsv1.ResourceRef{{Kind: "ConfigMap", Name: "flotilla-agent-puller"}, {Kind: "Secret", Name: "flotilla-agent-puller-hub"}}
+	// The agent's rights first: its admission policy and read-only roles are
+	// in the member before its Deployment.
+	wantRes := []addonsv1.ResourceRef{{Kind: "ConfigMap", Name: "flotilla-agent-puller-rights"}, {Kind: "ConfigMap", Name: "flotilla-agent-puller"}, {Kind: "Secret", Name: "flotilla-agent-puller-hub"}}
 	if !slices.Equal(crs.Spec.Resources, wantRes) || crs.Spec.ClusterSelector.MatchLabels[clusterv1alpha1.MemberLabel] != "puller" ||
 		crs.Spec.Strategy != string(addonsv1.ClusterResourceSetStrategyReconcile) {
 		t.Errorf("agent CRS selector %+v resources %+v strategy %s; want %s=puller, %+v, Reconcile",
