@@ -5,6 +5,7 @@
 //	kubectl flotilla explain deployment/web -n shop
 //	kubectl flotilla preview -f web.yaml -f policy.yaml
 //	kubectl flotilla quota [-n tenant]
+//	kubectl flotilla version
 package cli
 
 import (
@@ -39,6 +40,7 @@ func NewRootCommand() *cobra.Command {
 	root.AddCommand(newMembersCommand(g), newExplainCommand(g), newPreviewCommand(g))
 	root.AddCommand(newQuotaCommand(g))
 	root.AddCommand(newTaintCommands(g)...)
+	root.AddCommand(newVersionCommand(g))
 	return root
 }
 
