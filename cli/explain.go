@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"maps"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
 func newExplainCommand(g *globalFlags) *cobra.Command {
@@ -30,11 +34,16 @@ func newExplainCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			b, err := findBinding(context.Background(), c, ns, kind, name)
+			ctx := context.Background()
+			b, err := findBinding(ctx, c, ns, kind, name)
 			if err != nil {
 				return err
 			}
-			printBinding(cmd.OutOrStdout(), b)
+			now, err := availableNow(ctx, c, b)
+			if err != nil {
+				return err
+			}
+			printBinding(cmd.OutOrStdout(), b, now)
 			return nil
 		},
 	}
@@ -64,31 +73,62 @@ func findBinding(ctx context.Context, c client.Client, ns, kind, name string) (w
 	return nil, fmt.Errorf("no binding for %s/%s in namespace %q: is a PropagationPolicy selecting it, and is the namespace federated (label flotilla.io/federated=true)?", kind, name, ns)
 }
 
-func printBinding(out io.Writer, b workv1alpha1.Binding) {
+// availableNow is how many replicas of b each member could hold now, from
+// the members' capacity as they report it (the scheduler's decision, not
+// written anywhere), by member name.
+func availableNow(ctx context.Context, c client.Client, b workv1alpha1.Binding) (map[string]int64, error) {
+	members := &clusterv1alpha1.MemberClusterList{}
+	if err := c.List(ctx, members); err != nil {
+		return nil, fmt.Errorf("list MemberClusters: %w", err)
+	}
+	snap, err := scheduler.NewSnapshot(members.Items)
+	if err != nil {
+		return nil, err
+	}
+	res, _ := scheduler.Preview(snap, scheduler.InputFromBinding("explain", b.BindingSpec(), b.BindingStatus()))
+	now := map[string]int64{}
+	for _, m := range res.Explanation.Members() {
+		now[m.Name] = m.Available
+	}
+	return now, nil
+}
+
+// field prints one "Label:  value" line; labels align in a column.
+func field(out io.Writer, label, format string, args ...any) {
+	fmt.Fprintf(out, "%-14s"+format+"\n", append([]any{label + ":"}, args...)...)
+}
+
+// printBinding explains a binding; now is each member's available replicas
+// now (availableNow), shown next to the decision's where they differ.
+func printBinding(out io.Writer, b workv1alpha1.Binding, now map[string]int64) {
 	spec, status := b.BindingSpec(), b.BindingStatus()
 	r := spec.Resource
-	fmt.Fprintf(out, "Template:   %s %s %s\n", r.APIVersion, r.Kind, strings.TrimPrefix(r.Namespace+"/"+r.Name, "/"))
-	fmt.Fprintf(out, "Binding:    %s\n", strings.TrimPrefix(b.GetNamespace()+"/"+b.GetName(), "/"))
-	fmt.Fprintf(out, "Replicas:   %d\n", spec.Replicas)
+	field(out, "Template", "%s %s %s", r.APIVersion, r.Kind, strings.TrimPrefix(r.Namespace+"/"+r.Name, "/"))
+	field(out, "Binding", "%s", strings.TrimPrefix(b.GetNamespace()+"/"+b.GetName(), "/"))
+	field(out, "Replicas", "%d", spec.Replicas)
 	if rr := spec.ReplicaRequirements; rr != nil && len(rr.ResourceRequest) > 0 {
 		var parts []string
-		for k, v := range rr.ResourceRequest {
+		for _, k := range slices.Sorted(maps.Keys(rr.ResourceRequest)) {
+			v := rr.ResourceRequest[k]
 			parts = append(parts, fmt.Sprintf("%s=%s", k, v.String()))
 		}
-		fmt.Fprintf(out, "Per replica: %s\n", strings.Join(parts, ", "))
+		field(out, "Per replica", "%s", strings.Join(parts, ", "))
 	}
 	for _, t := range []string{workv1alpha1.ConditionScheduled, workv1alpha1.ConditionFullyApplied} {
 		if c := conditions.Get(b, t); c != nil {
-			fmt.Fprintf(out, "%-12s%s (%s): %s\n", t+":", c.Status, c.Reason, c.Message)
+			field(out, t, "%s (%s): %s", c.Status, c.Reason, c.Message)
 		}
 	}
-	fmt.Fprintf(out, "Placement:  %s\n", describeClusters(spec.Clusters))
+	field(out, "Placement", "%s", describeClusters(spec.Clusters))
 	if d := status.SchedulingDecision; d != nil {
-		fmt.Fprintf(out, "Strategy:   %s\n", d.Strategy)
+		field(out, "Strategy", "%s", d.Strategy)
 		for _, t := range d.AffinityTerms {
-			fmt.Fprintf(out, "Affinity term %q: %s %s\n", t.Name, t.Reason, t.Message)
+			if t.Name == "" {
+				continue // the plain clusterAffinity: the Scheduled condition says its outcome
+			}
+			field(out, "Affinity term", "%s: %s%s", t.Name, t.Reason, prefixed(": ", t.Message))
 		}
-		printDecision(out, d)
+		printDecision(out, d, "AVAILABLE AT DECISION", now)
 	}
 	if len(status.AggregatedStatus) > 0 {
 		fmt.Fprintln(out, "\nStatus in members:")
@@ -101,21 +141,58 @@ func printBinding(out io.Writer, b workv1alpha1.Binding) {
 	}
 }
 
-func printDecision(out io.Writer, d *workv1alpha1.SchedulingDecision) {
+// printDecision prints the per-member table of a decision. availableLabel
+// heads the replicas each member could hold; when now is given and a member's
+// differs from it, an AVAILABLE NOW column shows it.
+func printDecision(out io.Writer, d *workv1alpha1.SchedulingDecision, availableLabel string, now map[string]int64) {
+	changed := false
+	for _, m := range d.Members {
+		if n, ok := now[m.Name]; ok && n != m.AvailableReplicas {
+			changed = true
+		}
+	}
 	fmt.Fprintln(out, "\nMembers:")
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "MEMBER\tSELECTED\tREPLICAS\tAVAILABLE\tSCORE\tSCORES (%s)\tFILTERED BY\tREASON\n", strings.Join(d.ScorePlugins, ","))
+	fmt.Fprintf(w, "MEMBER\tSELECTED\tREPLICAS\t%s", availableLabel)
+	if changed {
+		fmt.Fprint(w, "\tAVAILABLE NOW")
+	}
+	fmt.Fprintf(w, "\tSCORE\tSCORES (%s)\tFILTERED BY\tREASON\n", strings.Join(d.ScorePlugins, ","))
 	for _, m := range d.Members {
-		avail := fmt.Sprint(m.AvailableReplicas)
-		if m.AvailableReplicas < 0 {
-			avail = "unknown"
+		fmt.Fprintf(w, "%s\t%t\t%d\t%s", m.Name, m.Selected, m.Replicas, replicaCount(m.AvailableReplicas))
+		if changed {
+			n, ok := now[m.Name]
+			switch {
+			case !ok:
+				fmt.Fprint(w, "\tno longer a member")
+			case n == m.AvailableReplicas:
+				fmt.Fprint(w, "\tsame")
+			default:
+				fmt.Fprintf(w, "\t%s", replicaCount(n))
+			}
 		}
-		fmt.Fprintf(w, "%s\t%t\t%d\t%s\t%d\t%v\t%s\t%s\n", m.Name, m.Selected, m.Replicas, avail, m.Score, m.Scores, dash(m.FilteredBy), dash(m.Reason))
+		fmt.Fprintf(w, "\t%d\t%v\t%s\t%s\n", m.Score, m.Scores, dash(m.FilteredBy), dash(m.Reason))
 	}
 	_ = w.Flush()
 	if d.OmittedMembers > 0 {
 		fmt.Fprintf(out, "(%d more members not shown)\n", d.OmittedMembers)
 	}
+}
+
+// replicaCount is n, or "unknown" for a member whose capacity is not known.
+func replicaCount(n int64) string {
+	if n < 0 {
+		return "unknown"
+	}
+	return fmt.Sprint(n)
+}
+
+// prefixed is p+s, or "" when s is empty.
+func prefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
 }
 
 func describeClusters(clusters []workv1alpha1.TargetCluster) string {
