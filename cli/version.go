@@ -130,4 +130,3 @@ func managerVersion(d *appsv1.Deployment) (version, from string) {
 	}
 	return "unknown", "no container"
 }
-

@@ -168,4 +168,3 @@ func TestGoldenVersionReadsTheManagersDeployment(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), d) })
 	golden(t, "version", runCLI(t, "version"))
 }
-
