@@ -10,11 +10,16 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/membernames"
+	"github.com/flotilla-io/flotilla/internal/overrides"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
@@ -39,11 +44,19 @@ func newExplainCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			now, err := availableNow(ctx, c, b)
+			members := &clusterv1alpha1.MemberClusterList{}
+			if err := c.List(ctx, members); err != nil {
+				return fmt.Errorf("list MemberClusters: %w", err)
+			}
+			now, err := availableNow(members.Items, b)
 			if err != nil {
 				return err
 			}
-			printBinding(cmd.OutOrStdout(), b, now)
+			ovs, err := overridesOf(ctx, c, b, members.Items)
+			if err != nil {
+				return err
+			}
+			printBinding(cmd.OutOrStdout(), b, now, ovs)
 			return nil
 		},
 	}
@@ -76,12 +89,8 @@ func findBinding(ctx context.Context, c client.Client, ns, kind, name string) (w
 // availableNow is how many replicas of b each member could hold now, from
 // the members' capacity as they report it (the scheduler's decision, not
 // written anywhere), by member name.
-func availableNow(ctx context.Context, c client.Client, b workv1alpha1.Binding) (map[string]int64, error) {
-	members := &clusterv1alpha1.MemberClusterList{}
-	if err := c.List(ctx, members); err != nil {
-		return nil, fmt.Errorf("list MemberClusters: %w", err)
-	}
-	snap, err := scheduler.NewSnapshot(members.Items)
+func availableNow(members []clusterv1alpha1.MemberCluster, b workv1alpha1.Binding) (map[string]int64, error) {
+	snap, err := scheduler.NewSnapshot(members)
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +102,49 @@ func availableNow(ctx context.Context, c client.Client, b workv1alpha1.Binding) 
 	return now, nil
 }
 
+// overridesOf lists the override policies that customise b's template, in
+// the order they apply, each with the rules that name clusters that are not
+// members (package membernames); nil when the template cannot be read.
+func overridesOf(ctx context.Context, c client.Client, b workv1alpha1.Binding, members []clusterv1alpha1.MemberCluster) ([]string, error) {
+	r := b.BindingSpec().Resource
+	template := &unstructured.Unstructured{}
+	template.SetAPIVersion(r.APIVersion)
+	template.SetKind(r.Kind)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Name}, template); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read the template %s %s: %w", r.Kind, r.Name, err)
+	}
+	cops := &policyv1alpha1.ClusterOverridePolicyList{}
+	if err := c.List(ctx, cops); err != nil {
+		return nil, fmt.Errorf("list ClusterOverridePolicies: %w", err)
+	}
+	ops := &policyv1alpha1.OverridePolicyList{}
+	if r.Namespace != "" {
+		if err := c.List(ctx, ops, client.InNamespace(r.Namespace)); err != nil {
+			return nil, fmt.Errorf("list OverridePolicies in %s: %w", r.Namespace, err)
+		}
+	}
+	selected, err := overrides.Selecting(template, cops.Items, ops.Items)
+	if err != nil {
+		return []string{err.Error()}, nil
+	}
+	names := make([]string, len(members))
+	for i := range members {
+		names[i] = members[i].Name
+	}
+	lines := []string{}
+	for _, p := range selected {
+		line := p.Ref.String()
+		if unknown := membernames.Message(membernames.InOverride(p.Spec, membernames.Set(names))); unknown != "" {
+			line += ": " + unknown
+		}
+		lines = append(lines, line)
+	}
+	return lines, nil
+}
+
 // field prints one "Label:  value" line; labels align in a column.
 func field(out io.Writer, label, format string, args ...any) {
 	fmt.Fprintf(out, "%-14s"+format+"\n", append([]any{label + ":"}, args...)...)
@@ -100,7 +152,8 @@ func field(out io.Writer, label, format string, args ...any) {
 
 // printBinding explains a binding; now is each member's available replicas
 // now (availableNow), shown next to the decision's where they differ.
-func printBinding(out io.Writer, b workv1alpha1.Binding, now map[string]int64) {
+// overrides are the lines of overridesOf; nil leaves them out.
+func printBinding(out io.Writer, b workv1alpha1.Binding, now map[string]int64, overrides []string) {
 	spec, status := b.BindingSpec(), b.BindingStatus()
 	r := spec.Resource
 	field(out, "Template", "%s %s %s", r.APIVersion, r.Kind, strings.TrimPrefix(r.Namespace+"/"+r.Name, "/"))
@@ -120,6 +173,16 @@ func printBinding(out io.Writer, b workv1alpha1.Binding, now map[string]int64) {
 		}
 	}
 	field(out, "Placement", "%s", describeClusters(spec.Clusters))
+	switch {
+	case overrides == nil:
+	case len(overrides) == 0:
+		field(out, "Overrides", "none")
+	default:
+		field(out, "Overrides", "%s", overrides[0])
+		for _, o := range overrides[1:] {
+			fmt.Fprintf(out, "%-14s%s\n", "", o)
+		}
+	}
 	if d := status.SchedulingDecision; d != nil {
 		field(out, "Strategy", "%s", d.Strategy)
 		for _, t := range d.AffinityTerms {

@@ -168,3 +168,40 @@ func TestGoldenVersionReadsTheManagersDeployment(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), d) })
 	golden(t, "version", runCLI(t, "version"))
 }
+
+func TestGoldenExplainNamesOverrideRulesForClustersThatAreNotMembers(t *testing.T) {
+	member(t, "ov-a", "r4", "64", 1)
+	template := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ov-web"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "ov-web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "ov-web"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}}},
+			},
+		},
+	}
+	if err := env.Client.Create(context.Background(), template); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), template) })
+	op := &policyv1alpha1.OverridePolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ov-web"},
+		Spec: policyv1alpha1.OverrideSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "ov-web"}},
+			OverrideRules: []policyv1alpha1.RuleWithCluster{
+				{TargetCluster: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"ov-a"}},
+					Overriders: policyv1alpha1.Overriders{LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{{Operator: "add", Value: map[string]string{"tier": "a"}}}}},
+				{TargetCluster: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"ov-typo"}},
+					Overriders: policyv1alpha1.Overriders{LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{{Operator: "add", Value: map[string]string{"tier": "b"}}}}},
+			},
+		},
+	}
+	if err := env.Client.Create(context.Background(), op); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), op) })
+	b := binding(t, "ov-web", 1, clusterNames("ov-a"))
+	decidedOver(t, b, func(b *workv1alpha1.ResourceBinding) bool { return placement(b) == "ov-a:1" }, "ov-a")
+	golden(t, "explain-override-unknown-member", runCLI(t, "explain", "deployment/ov-web", "-n", "default"))
+}
