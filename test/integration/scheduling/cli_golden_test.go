@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/cli"
@@ -66,6 +67,26 @@ func decidedOver(t *testing.T, b *workv1alpha1.ResourceBinding, cond func(*workv
 	})
 }
 
+// reportRunning lowers a member's free capacity by n replicas of 100m, as
+// its estimator does once they run: the decision's AVAILABLE counts the
+// replicas a member already holds for the binding as its own.
+func reportRunning(t *testing.T, name string, n int64, freeCPU string) {
+	t.Helper()
+	m := &clusterv1alpha1.MemberCluster{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, m); err != nil {
+		t.Fatal(err)
+	}
+	free := m.Status.CapacityModel.NodeGroups[0].Free
+	pods := free[corev1.ResourcePods]
+	pods.Sub(*resource.NewQuantity(n, resource.DecimalSI))
+	free[corev1.ResourcePods] = pods
+	free[corev1.ResourceCPU] = resource.MustParse(freeCPU)
+	m.Status.CapacityModel.ObservedTime = metav1.NewTime(time.Now())
+	if err := env.Client.Status().Update(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func clusterNames(names ...string) *policyv1alpha1.Placement {
 	return &policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: names}}
 }
@@ -75,6 +96,22 @@ func TestGoldenExplainOfADividedPlacement(t *testing.T) {
 	member(t, "gold-b", "r7", "64", 1)
 	b := binding(t, "gold-web", 3, staticWeights(map[string]int64{"gold-a": 2, "gold-b": 1}))
 	decidedOver(t, b, func(b *workv1alpha1.ResourceBinding) bool { return placement(b) == "gold-a:2,gold-b:1" }, "gold-a", "gold-b")
+	reportRunning(t, "gold-a", 2, "63800m")
+	reportRunning(t, "gold-b", 1, "63900m")
+	// What the status controller writes once members applied the Works.
+	got := &workv1alpha1.ResourceBinding{}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(b), got); err != nil {
+		t.Fatal(err)
+	}
+	got.Status.Conditions = append(got.Status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionTrue,
+		Reason: workv1alpha1.BindingReasonFullyApplied, Message: "applied in 2 of 2 members", LastTransitionTime: metav1.Now()})
+	got.Status.AggregatedStatus = []workv1alpha1.AggregatedStatusItem{
+		{ClusterName: "gold-a", Applied: true, Health: workv1alpha1.ResourceHealthy},
+		{ClusterName: "gold-b", Applied: true, Health: workv1alpha1.ResourceHealthy},
+	}
+	if err := env.Client.Status().Update(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
 	golden(t, "explain-divided", runCLI(t, "explain", "deployment/gold-web", "-n", "default"))
 }
 
@@ -129,16 +166,11 @@ func TestGoldenExplainShowsCapacityNowWhereItChangedSinceTheDecision(t *testing.
 		ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingTypeDuplicated,
 	}})
 	decidedOver(t, b, func(b *workv1alpha1.ResourceBinding) bool { return placement(b) == "cap-a:2,cap-b:2" }, "cap-a", "cap-b")
-	// cap-b's free CPU drops to 1 (10 replicas of 100m); a placed binding
-	// is not re-decided for a capacity report, so the decision keeps 110.
-	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(shrinking), shrinking); err != nil {
-		t.Fatal(err)
-	}
-	shrinking.Status.CapacityModel.ObservedTime = metav1.NewTime(time.Now())
-	shrinking.Status.CapacityModel.NodeGroups[0].Free[corev1.ResourceCPU] = resource.MustParse("1")
-	if err := env.Client.Status().Update(context.Background(), shrinking); err != nil {
-		t.Fatal(err)
-	}
+	reportRunning(t, "cap-a", 2, "63800m")
+	// Something else takes cap-b's CPU: 1 CPU is left, room for 10 more
+	// replicas of 100m beside the 2 it runs. A placed binding is not
+	// re-decided for a capacity report, so the decision keeps 110.
+	reportRunning(t, shrinking.Name, 2, "1")
 	golden(t, "explain-capacity-changed", runCLI(t, "explain", "deployment/cap-web", "-n", "default"))
 }
 
@@ -203,5 +235,6 @@ func TestGoldenExplainNamesOverrideRulesForClustersThatAreNotMembers(t *testing.
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), op) })
 	b := binding(t, "ov-web", 1, clusterNames("ov-a"))
 	decidedOver(t, b, func(b *workv1alpha1.ResourceBinding) bool { return placement(b) == "ov-a:1" }, "ov-a")
+	reportRunning(t, "ov-a", 1, "63900m")
 	golden(t, "explain-override-unknown-member", runCLI(t, "explain", "deployment/ov-web", "-n", "default"))
 }
