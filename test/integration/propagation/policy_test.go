@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -262,5 +263,14 @@ spec:
 	}
 	create(t, late)
 	t.Cleanup(func() { _ = hub.Client.Delete(ctx(), late) })
-	policyCondition(t, ns, "web", "True", policyv1alpha1.PropagatingReason, "propagates 1 template")
+	eventually(t, "the policy's message without the unknown name once nosuch is a member", func() error {
+		p := &policyv1alpha1.PropagationPolicy{}
+		if err := hub.Client.Get(ctx(), client.ObjectKey{Namespace: ns, Name: "web"}, p); err != nil {
+			return err
+		}
+		if c := conditions.Get(p, policyv1alpha1.ConditionPropagating); c == nil || c.Message != "propagates 1 template" {
+			return fmt.Errorf("Propagating is %+v", c)
+		}
+		return nil
+	})
 }
