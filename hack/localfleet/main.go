@@ -28,17 +28,18 @@ func main() {
 	root := flag.String("repo", ".", "Flotilla checkout")
 	dir := flag.String("dir", "", "state directory (default: a new directory under /tmp)")
 	manager := flag.String("manager", "bin/flotilla-manager", "flotilla-manager binary")
+	addonBin := flag.String("addon-bin", "", "directory of flotilla-estimator, flotilla-agent and kubectl-flotilla (default: bin/)")
 	sample := flag.String("sample", "examples/fleet-web.yaml", "sample application applied to the hub once members are Ready; empty for none")
 	exitAfterStart := flag.Bool("exit-after-start", false, "stop the fleet once the sample runs (a smoke test)")
 	flag.Parse()
 
-	if err := run(*root, *dir, *manager, *sample, *exitAfterStart); err != nil {
+	if err := run(*root, *dir, *manager, *addonBin, *sample, *exitAfterStart); err != nil {
 		fmt.Fprintln(os.Stderr, "localfleet:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root, dir, manager, sample string, exitAfterStart bool) error {
+func run(root, dir, manager, addonBin, sample string, exitAfterStart bool) error {
 	root, err := filepath.Abs(root)
 	if err != nil {
 		return err
@@ -57,13 +58,17 @@ func run(root, dir, manager, sample string, exitAfterStart bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if !filepath.IsAbs(manager) {
+		manager = filepath.Join(root, manager)
+	}
 	started := time.Now()
 	f, err := fleet.Start(ctx, fleet.Options{
-		Dir:      dir,
-		RepoRoot: root,
-		Members:  fleet.DefaultMembers(),
-		Manager:  &fleet.ManagerOptions{Binary: filepath.Join(root, manager), Args: fleet.DefaultManagerArgs()},
-		Progress: terminal,
+		Dir:         dir,
+		RepoRoot:    root,
+		Members:     fleet.DefaultMembers(),
+		AddonBinDir: addonBin,
+		Manager:     &fleet.ManagerOptions{Binary: manager, Args: fleet.DefaultManagerArgs()},
+		Progress:    terminal,
 	})
 	if err != nil {
 		return err
