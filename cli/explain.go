@@ -86,9 +86,9 @@ func findBinding(ctx context.Context, c client.Client, ns, kind, name string) (w
 	return nil, fmt.Errorf("no binding for %s/%s in namespace %q: is a PropagationPolicy selecting it, and is the namespace federated (label flotilla.io/federated=true)?", kind, name, ns)
 }
 
-// availableNow is how many replicas of b each member could hold now, from
-// the members' capacity as they report it (the scheduler's decision, not
-// written anywhere), by member name.
+// availableNow is how many replicas of b each member could hold now, by
+// member name: the scheduler library's answer for the members' capacity as
+// they report it now, computed here and written nowhere.
 func availableNow(members []clusterv1alpha1.MemberCluster, b workv1alpha1.Binding) (map[string]int64, error) {
 	snap, err := scheduler.NewSnapshot(members)
 	if err != nil {
@@ -152,8 +152,8 @@ func field(out io.Writer, label, format string, args ...any) {
 
 // printBinding explains a binding; now is each member's available replicas
 // now (availableNow), shown next to the decision's where they differ.
-// overrides are the lines of overridesOf; nil leaves them out.
-func printBinding(out io.Writer, b workv1alpha1.Binding, now map[string]int64, overrides []string) {
+// ovs are the lines of overridesOf; nil leaves them out.
+func printBinding(out io.Writer, b workv1alpha1.Binding, now map[string]int64, ovs []string) {
 	spec, status := b.BindingSpec(), b.BindingStatus()
 	r := spec.Resource
 	field(out, "Template", "%s %s %s", r.APIVersion, r.Kind, strings.TrimPrefix(r.Namespace+"/"+r.Name, "/"))
@@ -174,12 +174,12 @@ func printBinding(out io.Writer, b workv1alpha1.Binding, now map[string]int64, o
 	}
 	field(out, "Placement", "%s", describeClusters(spec.Clusters))
 	switch {
-	case overrides == nil:
-	case len(overrides) == 0:
+	case ovs == nil:
+	case len(ovs) == 0:
 		field(out, "Overrides", "none")
 	default:
-		field(out, "Overrides", "%s", overrides[0])
-		for _, o := range overrides[1:] {
+		field(out, "Overrides", "%s", ovs[0])
+		for _, o := range ovs[1:] {
 			fmt.Fprintf(out, "%-14s%s\n", "", o)
 		}
 	}
