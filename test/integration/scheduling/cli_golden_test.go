@@ -238,3 +238,13 @@ func TestGoldenExplainNamesOverrideRulesForClustersThatAreNotMembers(t *testing.
 	reportRunning(t, "ov-a", 1, "63900m")
 	golden(t, "explain-override-unknown-member", runCLI(t, "explain", "deployment/ov-web", "-n", "default"))
 }
+
+func TestAPlacementOnTheNamesThatExistStillSaysWhichDoNot(t *testing.T) {
+	member(t, "known-a", "r3", "64", 1)
+	b := binding(t, "known-web", 2, clusterNames("known-a", "nosuch"))
+	want := "placed on known-a:2; clusterAffinity.clusterNames names nosuch, which is not a member of the fleet"
+	waitFor(t, b, "Scheduled True: "+want, func(b *workv1alpha1.ResourceBinding) bool {
+		c := scheduled(b)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Message == want
+	})
+}
