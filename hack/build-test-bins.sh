@@ -37,7 +37,7 @@ build() {
   local i t0 ticker
   if [[ $mod == kube ]]; then
     echo "test-bins: a cold build of the Kubernetes binaries takes about 7-10 min on 2 idle cores, kube-apiserver the longest;"
-    echo "test-bins: with other builds or tests sharing the cores expect 20-45 min. Later runs relink in seconds."
+    echo "test-bins: with other work sharing the cores, 20 min or more (over 45 min with four builds on 2 cores). Later runs take seconds."
   fi
   for i in "${!pkgs[@]}"; do
     t0=$(date +%s)
