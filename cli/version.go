@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -19,8 +20,12 @@ import (
 // commit, +dirty when the tree had changes).
 var Version = ""
 
-// managerLabel selects flotilla-manager's Deployment (config/manager).
-const managerLabel = "app.kubernetes.io/name"
+// managerLabel selects flotilla-manager's Deployment (config/manager), in
+// any namespace, else in managerNamespace, where clusterctl installs it.
+const (
+	managerLabel     = "app.kubernetes.io/name"
+	managerNamespace = "flotilla-system"
+)
 
 func clientVersion() string {
 	if Version != "" {
@@ -86,7 +91,17 @@ func printManagerVersion(ctx context.Context, out io.Writer, c client.Client) er
 		ctx = context.Background()
 	}
 	list := &appsv1.DeploymentList{}
-	if err := c.List(ctx, list, client.MatchingLabels{managerLabel: "flotilla-manager"}); err != nil {
+	selector := client.MatchingLabels{managerLabel: "flotilla-manager"}
+	err := c.List(ctx, list, selector)
+	if apierrors.IsForbidden(err) {
+		// A tenant may not list Deployments everywhere: clusterctl's namespace may still be readable.
+		err = c.List(ctx, list, selector, client.InNamespace(managerNamespace))
+	}
+	if apierrors.IsForbidden(err) {
+		fmt.Fprintf(out, "Manager version: unknown (your hub credentials may not list Deployments in %s, where clusterctl installs flotilla-manager)\n", managerNamespace)
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("find flotilla-manager's Deployment on the hub: %w", err)
 	}
 	if len(list.Items) == 0 {
