@@ -53,9 +53,12 @@ verify-generate: generate ## Fail when generated files differ from what is commi
 	  echo "generated files are stale; run 'make generate' and commit:"; git status --porcelain -- api config; git --no-pager diff --stat -- api config; exit 1; fi
 	@echo "generated files are up to date"
 
+# kubectl-flotilla's `version` prints it (cli.Version).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
 .PHONY: build
 build: ## Build Flotilla's binaries into bin/.
-	go build -o $(BIN)/ ./cmd/...
+	go build -ldflags "-X github.com/flotilla-io/flotilla/cli.Version=$(VERSION)" -o $(BIN)/ ./cmd/...
 
 ##@ Release
 .PHONY: images

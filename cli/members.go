@@ -17,7 +17,9 @@ func newMembersCommand(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "members",
 		Short: "List the fleet's members with their health, location and taints",
-		Args:  cobra.NoArgs,
+		Example: `  kubectl flotilla members
+  kubectl flotilla members --context hub-admin`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, _, err := g.hubClient()
 			if err != nil {

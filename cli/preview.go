@@ -125,15 +125,19 @@ func preview(ctx context.Context, out io.Writer, c client.Client, template *unst
 		}
 	}
 	res, schedErr := scheduler.Preview(snap, in)
-	fmt.Fprintf(out, "Template:   %s %s/%s, %d replicas\n", template.GetKind(), template.GetNamespace(), template.GetName(), count)
+	field(out, "Template", "%s %s/%s, %d replicas", template.GetKind(), template.GetNamespace(), template.GetName(), count)
 	if schedErr != nil {
-		fmt.Fprintf(out, "Result:     %s: %s\n", scheduler.ReasonOf(schedErr), messageOf(schedErr))
+		// The message starts with any clusterNames that name no member.
+		field(out, "Result", "%s: %s", scheduler.ReasonOf(schedErr), messageOf(schedErr))
 	} else {
-		fmt.Fprintf(out, "Placement:  %s\n", describeClusters(res.Clusters))
+		field(out, "Placement", "%s", describeClusters(res.Clusters))
+		if res.UnknownMembers != "" {
+			field(out, "Warning", "%s", res.UnknownMembers)
+		}
 	}
 	if d := res.Decision(); d != nil {
-		fmt.Fprintf(out, "Strategy:   %s\n", d.Strategy)
-		printDecision(out, d)
+		field(out, "Strategy", "%s", d.Strategy)
+		printDecision(out, d, "AVAILABLE NOW", nil)
 	}
 	fmt.Fprintln(out, "\nPreview only: nothing was written. Capacity the manager has just assigned but members have not yet reported is not counted.")
 	return nil

@@ -24,6 +24,8 @@ func newQuotaCommand(g *globalFlags) *cobra.Command {
 		Long: `Show each FederatedResourceQuota: per key, what the namespace's placed bindings use, the fleet-wide
 overall and what is left; for static assignments, what each member's ResourceQuota reports used of its hard
 limit. Every namespace unless -n is given.`,
+		Example: `  kubectl flotilla quota
+  kubectl flotilla quota -n shop`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, ns, err := g.hubClient()

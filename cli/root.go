@@ -5,6 +5,7 @@
 //	kubectl flotilla explain deployment/web -n shop
 //	kubectl flotilla preview -f web.yaml -f policy.yaml
 //	kubectl flotilla quota [-n tenant]
+//	kubectl flotilla version
 package cli
 
 import (
@@ -28,8 +29,15 @@ type globalFlags struct {
 func NewRootCommand() *cobra.Command {
 	g := &globalFlags{}
 	root := &cobra.Command{
-		Use:           "kubectl-flotilla",
-		Short:         "Inspect and steer a Flotilla fleet from its hub",
+		Use:   "kubectl-flotilla",
+		Short: "Inspect and steer a Flotilla fleet from its hub",
+		Example: `  kubectl flotilla members
+  kubectl flotilla explain deployment/fleet-web -n shop
+  kubectl flotilla preview -f fleet-web.yaml -f fleet-web-policy.yaml
+  kubectl flotilla drain member2
+  kubectl flotilla version`,
+		// Usage lines read as the user types it, as a kubectl plugin.
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl flotilla"},
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -39,6 +47,7 @@ func NewRootCommand() *cobra.Command {
 	root.AddCommand(newMembersCommand(g), newExplainCommand(g), newPreviewCommand(g))
 	root.AddCommand(newQuotaCommand(g))
 	root.AddCommand(newTaintCommands(g)...)
+	root.AddCommand(newVersionCommand(g))
 	return root
 }
 

@@ -50,9 +50,10 @@ func newTaintCommands(g *globalFlags) []*cobra.Command {
 	taint.Flags().BoolVar(&overwrite, "overwrite", false, "Replace the value of a taint of the same key and effect")
 
 	cordon := &cobra.Command{
-		Use:   "cordon MEMBER",
-		Short: "Mark a member unschedulable: nothing new is placed on it, what runs there stays",
-		Args:  cobra.ExactArgs(1),
+		Use:     "cordon MEMBER",
+		Short:   "Mark a member unschedulable: nothing new is placed on it, what runs there stays",
+		Example: `  kubectl flotilla cordon member2`,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return editMember(g, args[0], cmd, func(m *clusterv1alpha1.MemberCluster) (string, error) {
 				m.Spec.Unschedulable = true
@@ -61,9 +62,10 @@ func newTaintCommands(g *globalFlags) []*cobra.Command {
 		},
 	}
 	uncordon := &cobra.Command{
-		Use:   "uncordon MEMBER",
-		Short: "Mark a member schedulable again, and remove the taint drain added",
-		Args:  cobra.ExactArgs(1),
+		Use:     "uncordon MEMBER",
+		Short:   "Mark a member schedulable again, and remove the taint drain added",
+		Example: `  kubectl flotilla uncordon member2`,
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return editMember(g, args[0], cmd, func(m *clusterv1alpha1.MemberCluster) (string, error) {
 				m.Spec.Unschedulable = false
@@ -81,6 +83,8 @@ func newTaintCommands(g *globalFlags) []*cobra.Command {
 		Long: "drain cordons the member and adds the taint " + DrainTaint + ":NoExecute. The taint manager then evicts every\n" +
 			"binding that does not tolerate it, at --resource-eviction-rate, and each binding's purge mode decides when\n" +
 			"the copy on the member goes. `kubectl flotilla uncordon` undoes both.",
+		Example: `  kubectl flotilla drain member2
+  kubectl flotilla drain member2 --wait 10m   # until nothing is placed on member2 any more`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			err := editMember(g, args[0], cmd, func(m *clusterv1alpha1.MemberCluster) (string, error) {

@@ -11,6 +11,10 @@ BIN=${BIN:-$ROOT/bin}
 KUBE_VERSION=v1.36.3
 mkdir -p "$BIN"
 
+START=$(date +%s)
+# elapsed <start epoch>: "4m07s" since then.
+elapsed() { local d=$(( $(date +%s) - $1 )); printf '%dm%02ds' $((d / 60)) $((d % 60)); }
+
 stamp_of() { cat "$ROOT/hack/tools/$1/go.mod" "$ROOT/hack/tools/$1/go.sum" | sha256sum | cut -c1-16; }
 
 # build <tools module> <output names...> -- <packages...>
@@ -30,11 +34,25 @@ build() {
     return
   fi
   local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
-  local i note=""
-  [[ $mod == kube ]] && note=" (a cold build of the Kubernetes binaries takes ~7 min on 2 cores)"
+  local i t0 ticker
+  if [[ $mod == kube ]]; then
+    echo "test-bins: a cold build of the Kubernetes binaries takes about 7-10 min on 2 idle cores, kube-apiserver the longest;"
+    echo "test-bins: with other work sharing the cores, 20 min or more (over 45 min with four builds on 2 cores). Later runs take seconds."
+  fi
   for i in "${!pkgs[@]}"; do
-    echo "test-bins: building ${outs[$i]}${note:-}"
-    (cd "$ROOT/hack/tools/$mod" && CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags "$ldflags" -o "$BIN/${outs[$i]}" "${pkgs[$i]}")
+    t0=$(date +%s)
+    echo "test-bins: building ${outs[$i]} ($((i + 1))/${#pkgs[@]} of $mod)"
+    # A line a minute, so that a long build is seen to be alive.
+    ( while sleep 60; do echo "test-bins:   still building ${outs[$i]}, $(elapsed "$t0") so far"; done ) &
+    ticker=$!
+    if ! (cd "$ROOT/hack/tools/$mod" && CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags "$ldflags" -o "$BIN/${outs[$i]}" "${pkgs[$i]}"); then
+      kill "$ticker" 2>/dev/null || true
+      echo "test-bins: building ${outs[$i]} failed after $(elapsed "$t0")" >&2
+      exit 1
+    fi
+    kill "$ticker" 2>/dev/null || true
+    wait "$ticker" 2>/dev/null || true
+    echo "test-bins: built ${outs[$i]} in $(elapsed "$t0") (total $(elapsed "$START"))"
   done
   echo "$want" > "$stamp"
 }
@@ -68,3 +86,4 @@ if [[ ! -s $stages || $BIN/.stamp-kwok -nt $stages ]]; then
   mv "$stages.tmp" "$stages"
   echo "test-bins: wrote kwok-stages.yaml"
 fi
+echo "test-bins: bin/ is ready ($(elapsed "$START") in all)"

@@ -6,9 +6,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/membernames"
 	"github.com/flotilla-io/flotilla/internal/overrides"
 )
 
@@ -24,23 +27,33 @@ import (
 // the paths sit three lists deep in lists without maxItems, which CEL's
 // cost estimate multiplies, and one Go function serves both kinds, unit
 // tested with the overrides library it protects.
-type OverridePolicy struct{}
+//
+// It also warns (admission warnings, printed by kubectl apply) of rules whose
+// targetCluster.clusterNames name a cluster that is not a member of the
+// fleet: a misspelt name otherwise only means the rule never applies.
+type OverridePolicy struct {
+	// Members reads MemberClusters; the manager's client when nil.
+	Members client.Reader
+}
 
 var _ admission.Validator[*policyv1alpha1.OverridePolicy] = &OverridePolicy{}
 
 // SetupWithManager registers the webhook.
 func (w *OverridePolicy) SetupWithManager(mgr ctrl.Manager) error {
+	if w.Members == nil {
+		w.Members = mgr.GetClient()
+	}
 	return ctrl.NewWebhookManagedBy(mgr, &policyv1alpha1.OverridePolicy{}).WithValidator(w).Complete()
 }
 
 // ValidateCreate checks a new policy.
-func (w *OverridePolicy) ValidateCreate(_ context.Context, obj *policyv1alpha1.OverridePolicy) (admission.Warnings, error) {
-	return nil, validateOverrideSpec("OverridePolicy", obj.Name, &obj.Spec)
+func (w *OverridePolicy) ValidateCreate(ctx context.Context, obj *policyv1alpha1.OverridePolicy) (admission.Warnings, error) {
+	return unknownMembers(ctx, w.Members, &obj.Spec), validateOverrideSpec("OverridePolicy", obj.Name, &obj.Spec)
 }
 
 // ValidateUpdate checks a changed policy.
-func (w *OverridePolicy) ValidateUpdate(_ context.Context, _, obj *policyv1alpha1.OverridePolicy) (admission.Warnings, error) {
-	return nil, validateOverrideSpec("OverridePolicy", obj.Name, &obj.Spec)
+func (w *OverridePolicy) ValidateUpdate(ctx context.Context, _, obj *policyv1alpha1.OverridePolicy) (admission.Warnings, error) {
+	return unknownMembers(ctx, w.Members, &obj.Spec), validateOverrideSpec("OverridePolicy", obj.Name, &obj.Spec)
 }
 
 // ValidateDelete allows every deletion.
@@ -51,23 +64,29 @@ func (w *OverridePolicy) ValidateDelete(context.Context, *policyv1alpha1.Overrid
 // ClusterOverridePolicy applies OverridePolicy's rule to
 // ClusterOverridePolicies: a cluster admin who needs another object in a
 // member propagates that object, not an override of this one.
-type ClusterOverridePolicy struct{}
+type ClusterOverridePolicy struct {
+	// Members reads MemberClusters; the manager's client when nil.
+	Members client.Reader
+}
 
 var _ admission.Validator[*policyv1alpha1.ClusterOverridePolicy] = &ClusterOverridePolicy{}
 
 // SetupWithManager registers the webhook.
 func (w *ClusterOverridePolicy) SetupWithManager(mgr ctrl.Manager) error {
+	if w.Members == nil {
+		w.Members = mgr.GetClient()
+	}
 	return ctrl.NewWebhookManagedBy(mgr, &policyv1alpha1.ClusterOverridePolicy{}).WithValidator(w).Complete()
 }
 
 // ValidateCreate checks a new policy.
-func (w *ClusterOverridePolicy) ValidateCreate(_ context.Context, obj *policyv1alpha1.ClusterOverridePolicy) (admission.Warnings, error) {
-	return nil, validateOverrideSpec("ClusterOverridePolicy", obj.Name, &obj.Spec)
+func (w *ClusterOverridePolicy) ValidateCreate(ctx context.Context, obj *policyv1alpha1.ClusterOverridePolicy) (admission.Warnings, error) {
+	return unknownMembers(ctx, w.Members, &obj.Spec), validateOverrideSpec("ClusterOverridePolicy", obj.Name, &obj.Spec)
 }
 
 // ValidateUpdate checks a changed policy.
-func (w *ClusterOverridePolicy) ValidateUpdate(_ context.Context, _, obj *policyv1alpha1.ClusterOverridePolicy) (admission.Warnings, error) {
-	return nil, validateOverrideSpec("ClusterOverridePolicy", obj.Name, &obj.Spec)
+func (w *ClusterOverridePolicy) ValidateUpdate(ctx context.Context, _, obj *policyv1alpha1.ClusterOverridePolicy) (admission.Warnings, error) {
+	return unknownMembers(ctx, w.Members, &obj.Spec), validateOverrideSpec("ClusterOverridePolicy", obj.Name, &obj.Spec)
 }
 
 // ValidateDelete allows every deletion.
@@ -81,4 +100,26 @@ func validateOverrideSpec(kind, name string, spec *policyv1alpha1.OverrideSpec) 
 		return nil
 	}
 	return apierrors.NewInvalid(policyv1alpha1.GroupVersion.WithKind(kind).GroupKind(), name, errs)
+}
+
+// unknownMembers warns of override rules naming clusters that are not
+// members. Warnings only: a member may be enrolled after its overrides are
+// written, and a failed read of the members warns of nothing.
+func unknownMembers(ctx context.Context, members client.Reader, spec *policyv1alpha1.OverrideSpec) admission.Warnings {
+	if members == nil || len(membernames.InOverride(spec, func(string) bool { return false })) == 0 {
+		return nil
+	}
+	list := &clusterv1alpha1.MemberClusterList{}
+	if err := members.List(ctx, list); err != nil {
+		return nil
+	}
+	names := make([]string, len(list.Items))
+	for i := range list.Items {
+		names[i] = list.Items[i].Name
+	}
+	var warnings admission.Warnings
+	for _, u := range membernames.InOverride(spec, membernames.Set(names)) {
+		warnings = append(warnings, u.String())
+	}
+	return warnings
 }

@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -25,7 +26,9 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/patch"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/membernames"
 	"github.com/flotilla-io/flotilla/internal/policymatch"
 )
 
@@ -66,6 +69,8 @@ func (r *policyReconciler) setup(mgr ctrl.Manager) error {
 		For(r.newPolicy(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.policiesOfNamespace),
 			builder.WithPredicates(federationChanged())).
+		Watches(&clusterv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.policiesNamingClusters),
+			builder.WithPredicates(memberJoinedOrLeft())).
 		Build(r)
 	if err != nil {
 		return fmt.Errorf("%s controller: %w", r.name(), err)
@@ -142,10 +147,18 @@ type evaluation struct {
 	// policyNamespaceFederated is false for a PropagationPolicy of a
 	// namespace that is not federated.
 	policyNamespaceFederated bool
+	// unknownMembers says which clusterNames of the placement name no
+	// member (package membernames), or is "".
+	unknownMembers string
 }
 
 func (r *policyReconciler) evaluate(ctx context.Context, self policymatch.Policy) (*evaluation, error) {
 	e := &evaluation{others: map[string]int{}, notFederated: map[string]int{}, policyNamespaceFederated: true}
+	unknown, err := r.unknownMembers(ctx, &self.Spec.Placement)
+	if err != nil {
+		return nil, err
+	}
+	e.unknownMembers = unknown
 	if !self.Cluster {
 		federated, err := isFederated(ctx, r.Client, self.Namespace)
 		if err != nil {
@@ -242,9 +255,34 @@ func (r *policyReconciler) evaluate(ctx context.Context, self policymatch.Policy
 // lost its label.
 const keptNote = "what was propagated before is kept as it is in members (neither updated nor removed) until the label is back"
 
+// unknownMembers says which clusterNames of placement name no member.
+func (r *policyReconciler) unknownMembers(ctx context.Context, placement *policyv1alpha1.Placement) (string, error) {
+	if len(membernames.InPlacement(placement, func(string) bool { return false })) == 0 {
+		return "", nil // names no cluster at all
+	}
+	members := &clusterv1alpha1.MemberClusterList{}
+	if err := r.Client.List(ctx, members); err != nil {
+		return "", fmt.Errorf("list MemberClusters: %w", err)
+	}
+	names := make([]string, len(members.Items))
+	for i := range members.Items {
+		names[i] = members.Items[i].Name
+	}
+	return membernames.Message(membernames.InPlacement(placement, membernames.Set(names))), nil
+}
+
 // condition is the Propagating condition an evaluation makes: the first
-// reason that stops templates from propagating, else what propagates.
+// reason that stops templates from propagating, else what propagates; a
+// clusterNames naming no member is added to its message either way.
 func (e *evaluation) condition(self policymatch.Policy) metav1.Condition {
+	c := e.propagating(self)
+	if e.unknownMembers != "" {
+		c.Message += "; " + e.unknownMembers
+	}
+	return c
+}
+
+func (e *evaluation) propagating(self policymatch.Policy) metav1.Condition {
 	falseBecause := func(reason, format string, args ...any) metav1.Condition {
 		return metav1.Condition{Type: policyv1alpha1.ConditionPropagating, Status: metav1.ConditionFalse, Reason: reason, Message: fmt.Sprintf(format, args...)}
 	}
@@ -330,6 +368,26 @@ func (r *policyReconciler) policiesOfNamespace(ctx context.Context, ns client.Ob
 		return r.clusterPolicies(ctx, func(*policyv1alpha1.PropagationSpec) bool { return true })
 	}
 	return r.namespacedPolicies(ctx, ns.GetName(), func(*policyv1alpha1.PropagationSpec) bool { return true })
+}
+
+// policiesNamingClusters: a member joined or left; the policies whose
+// placement names clusters re-evaluate, as a name may now be known or unknown.
+func (r *policyReconciler) policiesNamingClusters(ctx context.Context, _ client.Object) []reconcile.Request {
+	names := func(spec *policyv1alpha1.PropagationSpec) bool {
+		return len(membernames.InPlacement(&spec.Placement, func(string) bool { return false })) > 0
+	}
+	if r.cluster {
+		return r.clusterPolicies(ctx, names)
+	}
+	return r.namespacedPolicies(ctx, "", names)
+}
+
+// memberJoinedOrLeft passes a MemberCluster's creation and deletion only.
+func memberJoinedOrLeft() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 }
 
 // policiesSelectingKind: a template of gvk changed; the policies with a

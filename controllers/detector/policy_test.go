@@ -83,6 +83,12 @@ func TestPolicyConditionStatesTheFirstReasonNothingPropagates(t *testing.T) {
 			e:    fine(evaluation{selected: 1, claimed: 1}),
 			want: metav1.Condition{Status: "True", Reason: "Propagating", Message: "propagates 1 template"},
 		},
+		{
+			name: "propagating, but clusterNames names a cluster that is not a member", policy: pp,
+			e: fine(evaluation{selected: 1, claimed: 1, unknownMembers: "clusterAffinity.clusterNames names nosuch, which is not a member of the fleet"}),
+			want: metav1.Condition{Status: "True", Reason: "Propagating",
+				Message: "propagates 1 template; clusterAffinity.clusterNames names nosuch, which is not a member of the fleet"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

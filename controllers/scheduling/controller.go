@@ -202,7 +202,11 @@ func (r *Reconciler) schedule(ctx context.Context, snap *scheduler.Snapshot, b w
 	status.SchedulerObservedGeneration = b.GetGeneration()
 	status.SchedulerObservedAffinityName = res.AffinityName
 	placement := describePlacement(res.Clusters)
-	conditions.Set(b, metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: workv1alpha1.BindingReasonSuccess, Message: placement})
+	message := placement
+	if res.UnknownMembers != "" {
+		message += "; " + res.UnknownMembers
+	}
+	conditions.Set(b, metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: workv1alpha1.BindingReasonSuccess, Message: message})
 	if changed {
 		r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "Scheduled", "Schedule", "%s", placement)
 	}

@@ -55,12 +55,20 @@ func newAddons(m *Member, binDir string) *addons {
 }
 
 // run reconciles the add-on processes every two seconds until ctx ends.
+// Failures, retried every two seconds, are logged to the add-ons directory
+// (addons.log), not to the terminal.
 func (a *addons) run(ctx context.Context) {
 	ticker := time.NewTicker(2 * time.Second)
 	defer ticker.Stop()
+	logger, logFile, err := FileLogger(filepath.Join(a.dir, "addons.log"), 0)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "fleet: add-ons of %s: %v\n", a.member.Name(), err)
+	} else {
+		defer logFile.Close()
+	}
 	for {
 		if err := a.sync(ctx); err != nil && ctx.Err() == nil {
-			fmt.Fprintf(os.Stderr, "fleet: add-ons of %s: %v\n", a.member.Name(), err)
+			logger.Error(err, "Sync the add-on processes", "member", a.member.Name())
 		}
 		select {
 		case <-ctx.Done():

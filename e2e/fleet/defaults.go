@@ -71,6 +71,7 @@ func (f *Fleet) Describe() string {
 	for _, m := range f.Members() {
 		fmt.Fprintf(&b, "%-8s %s --kubeconfig %s get nodes,pods -A\n", m.Name()+":", kubectl, m.Kubeconfig())
 	}
-	fmt.Fprintf(&b, "logs:    %s/*/logs and %s/members/*/logs\n", f.Hub.Dir(), f.opts.Dir)
+	fmt.Fprintf(&b, "logs:    %s, %s and %s\n", filepath.Join(f.Hub.Dir(), "logs"),
+		filepath.Join(f.opts.Dir, "members", "*", "logs"), filepath.Join(f.opts.Dir, "members", "*", "addons"))
 	return b.String()
 }

@@ -165,22 +165,33 @@ func (h *Hub) startCAPI(ctx context.Context) error {
 	return waitHTTPOK(ctx, "Cluster API manager readiness", "http://"+healthAddr+"/readyz", time.Minute, h.capi)
 }
 
+// startProvider runs the test infrastructure and control-plane provider in
+// this process; its controller-runtime log goes to logs/test-provider.log
+// like every other component's, not to the terminal.
 func (h *Hub) startProvider(members provider.Members) error {
+	logger, logFile, err := FileLogger(filepath.Join(h.cp.dir, "logs", "test-provider.log"), 2)
+	if err != nil {
+		return fmt.Errorf("test provider: %w", err)
+	}
 	mgr, err := ctrl.NewManager(h.cp.RESTConfig(), ctrl.Options{
+		Logger:                 logger,
 		Scheme:                 h.scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
 	if err != nil {
+		_ = logFile.Close()
 		return fmt.Errorf("test provider manager: %w", err)
 	}
 	if err := provider.SetupWithManager(mgr, members); err != nil {
+		_ = logFile.Close()
 		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), logger))
 	h.providerCancel, h.providerDone = cancel, make(chan struct{})
 	go func() {
 		defer close(h.providerDone)
+		defer logFile.Close()
 		if err := mgr.Start(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "fleet: test provider stopped:", err)
 		}

@@ -4,6 +4,11 @@
 // applies the fleet-web sample (examples/fleet-web.yaml), prints where it
 // runs and how to reach each cluster, and runs until interrupted, then stops
 // every process it started.
+//
+// The terminal shows steps, what is awaited, and the summary: every
+// component logs to its own file under the state directory, and what logs
+// inside this process (client-go, controller-runtime) goes to
+// <dir>/localfleet.log (routeLogs).
 package main
 
 import (
@@ -16,9 +21,6 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/klog/v2"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"github.com/flotilla-io/flotilla/e2e/fleet"
 )
 
@@ -26,18 +28,18 @@ func main() {
 	root := flag.String("repo", ".", "Flotilla checkout")
 	dir := flag.String("dir", "", "state directory (default: a new directory under /tmp)")
 	manager := flag.String("manager", "bin/flotilla-manager", "flotilla-manager binary")
+	addonBin := flag.String("addon-bin", "", "directory of flotilla-estimator, flotilla-agent and kubectl-flotilla (default: bin/)")
 	sample := flag.String("sample", "examples/fleet-web.yaml", "sample application applied to the hub once members are Ready; empty for none")
 	exitAfterStart := flag.Bool("exit-after-start", false, "stop the fleet once the sample runs (a smoke test)")
 	flag.Parse()
-	ctrllog.SetLogger(klog.Background())
 
-	if err := run(*root, *dir, *manager, *sample, *exitAfterStart); err != nil {
+	if err := run(*root, *dir, *manager, *addonBin, *sample, *exitAfterStart); err != nil {
 		fmt.Fprintln(os.Stderr, "localfleet:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root, dir, manager, sample string, exitAfterStart bool) error {
+func run(root, dir, manager, addonBin, sample string, exitAfterStart bool) error {
 	root, err := filepath.Abs(root)
 	if err != nil {
 		return err
@@ -47,43 +49,54 @@ func run(root, dir, manager, sample string, exitAfterStart bool) error {
 			return err
 		}
 	}
+	logPath, closeLog, err := routeLogs(dir)
+	if err != nil {
+		return err
+	}
+	defer closeLog.Close()
+	say("state and logs in %s (this process logs to %s)", dir, logPath)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if !filepath.IsAbs(manager) {
+		manager = filepath.Join(root, manager)
+	}
 	started := time.Now()
 	f, err := fleet.Start(ctx, fleet.Options{
-		Dir:      dir,
-		RepoRoot: root,
-		Members:  fleet.DefaultMembers(),
-		Manager:  &fleet.ManagerOptions{Binary: filepath.Join(root, manager), Args: fleet.DefaultManagerArgs()},
-		Progress: os.Stdout,
+		Dir:         dir,
+		RepoRoot:    root,
+		Members:     fleet.DefaultMembers(),
+		AddonBinDir: addonBin,
+		Manager:     &fleet.ManagerOptions{Binary: manager, Args: fleet.DefaultManagerArgs()},
+		Progress:    terminal,
 	})
 	if err != nil {
 		return err
 	}
 	defer func() {
-		fmt.Println("localfleet: stopping every process of the fleet")
+		say("stopping every process of the fleet")
 		f.Stop()
 	}()
-	fmt.Printf("localfleet: fleet up in %s\n", time.Since(started).Round(time.Second))
+	say("fleet up in %s", time.Since(started).Round(time.Second))
+	say("waiting up to 3m for the CAPI Clusters to be Available (the test provider reports their control planes)")
 	if err := f.WaitClustersAvailable(ctx, 3*time.Minute); err != nil {
 		return err
 	}
-	fmt.Println("localfleet: CAPI Clusters Available; waiting for enrolment")
+	say("CAPI Clusters Available; waiting up to 3m for flotilla-manager to enrol them as Ready members")
 	if err := f.WaitMembersReady(ctx, 3*time.Minute); err != nil {
 		return err
 	}
-	fmt.Printf("localfleet: members enrolled and Ready after %s\n", time.Since(started).Round(time.Second))
+	say("members enrolled and Ready after %s", time.Since(started).Round(time.Second))
 	if sample != "" {
 		if err := runSample(ctx, f, filepath.Join(root, sample)); err != nil {
 			return err
 		}
 	}
-	fmt.Println(f.Describe())
+	fmt.Fprintln(terminal, f.Describe())
 	if exitAfterStart {
 		return nil
 	}
-	fmt.Println("localfleet: running; press Ctrl-C to stop")
+	say("running; press Ctrl-C to stop")
 	<-ctx.Done()
 	return nil
 }
@@ -95,14 +108,15 @@ func runSample(ctx context.Context, f *fleet.Fleet, file string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("localfleet: applying %s to the hub\n", file)
+	say("applying %s to the hub", file)
 	if err := f.Apply(ctx, data); err != nil {
 		return err
 	}
+	say("waiting up to 3m for fleet-web's replicas to be Ready in the members")
 	placement, err := f.WaitWorkloadReady(ctx, "shop", "Deployment", "fleet-web", 3*time.Minute)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("localfleet: fleet-web runs on %s\n", placement)
+	say("fleet-web runs on %s", placement)
 	return nil
 }

@@ -129,3 +129,27 @@ func selectorPriority(rs *policyv1alpha1.ResourceSelector, template *unstructure
 		return priorityMatchAll, nil
 	}
 }
+
+// Selected is an override policy that selects a template.
+type Selected struct {
+	Ref  PolicyRef
+	Spec *policyv1alpha1.OverrideSpec
+}
+
+// Selecting lists the policies that select template in the order they
+// apply (ClusterOverridePolicies first, the most specific last): for
+// explanations, which show what customises a template before any member
+// is considered.
+func Selecting(template *unstructured.Unstructured,
+	clusterPolicies []policyv1alpha1.ClusterOverridePolicy, policies []policyv1alpha1.OverridePolicy,
+) ([]Selected, error) {
+	ps, err := selectPolicies(template, clusterPolicies, policies)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Selected, len(ps))
+	for i, p := range ps {
+		out[i] = Selected{Ref: p.ref, Spec: p.spec}
+	}
+	return out, nil
+}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/capacity"
+	"github.com/flotilla-io/flotilla/internal/membernames"
 	"github.com/flotilla-io/flotilla/internal/scheduler/affinity"
 	"github.com/flotilla-io/flotilla/internal/scheduler/assumed"
 	"github.com/flotilla-io/flotilla/internal/scheduler/framework"
@@ -46,7 +47,17 @@ func (s *Scheduler) decide(snap *framework.Snapshot, in *Input, ledger *assumed.
 	if err == nil {
 		err = d.checkQuota()
 	}
-	return d, d.result(), err
+	res := d.result()
+	res.UnknownMembers = membernames.Message(membernames.InPlacement(in.Placement, func(name string) bool {
+		_, ok := snap.Lookup(name)
+		return ok
+	}))
+	if e, ok := err.(*Error); ok && res.UnknownMembers != "" {
+		// The user's mistake first: every real member being "not in
+		// clusterNames" follows from it.
+		err = &Error{Reason: e.Reason, Message: res.UnknownMembers + "; " + e.Message}
+	}
+	return d, res, err
 }
 
 // prepare validates the input and fills the cycle: strategy, weights,

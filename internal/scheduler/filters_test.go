@@ -170,3 +170,29 @@ func TestDuplicatedWithoutRoomAnywhereIsUnschedulable(t *testing.T) {
 		t.Fatalf("err = %v\nwant %s", err, want)
 	}
 }
+
+func TestClusterNamesNamingNoMemberSaysSoFirst(t *testing.T) {
+	snap := st.Snapshot(t, st.Member("member1"), st.Member("member2"), st.Member("member3"))
+	names := func(n ...string) *policyv1alpha1.Placement {
+		return with(duplicated(), func(p *policyv1alpha1.Placement) {
+			p.ClusterAffinity = &policyv1alpha1.ClusterAffinity{ClusterNames: n}
+		})
+	}
+	_, err := scheduler.New().Schedule(snap, deployment(1, names("nosuch")))
+	want := "NoClusterFit: clusterAffinity.clusterNames names nosuch, which is not a member of the fleet; " +
+		"0/3 members fit: member1, member2, member3: not in clusterAffinity.clusterNames"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v\nwant %s", err, want)
+	}
+
+	res, err := scheduler.New().Schedule(snap, deployment(1, names("member2", "nosuch")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "clusterAffinity.clusterNames names nosuch, which is not a member of the fleet"; res.UnknownMembers != want {
+		t.Errorf("UnknownMembers = %q, want %q", res.UnknownMembers, want)
+	}
+	if got := placed(res.Clusters); got != "member2:1" {
+		t.Errorf("placement = %s, want member2:1", got)
+	}
+}

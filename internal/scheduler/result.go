@@ -11,7 +11,11 @@ type Result struct {
 	Clusters []workv1alpha1.TargetCluster
 	// AffinityName is the affinity term in force (status.schedulerObservingAffinityName).
 	AffinityName string
-	Explanation  Explanation
+	// UnknownMembers says which clusterNames of the placement name no
+	// member (package membernames), or is "". A failure's message starts
+	// with it; a success still carries it for the Scheduled condition.
+	UnknownMembers string
+	Explanation    Explanation
 }
 
 // Explanation is everything a user needs to see why a placement is what it is.

@@ -9,8 +9,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/detector"
@@ -227,6 +229,47 @@ spec:
 	eventually(t, "the binding gone with its template", func() error {
 		if err := hub.Client.Get(ctx(), keyOf(rb), rb); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("binding: %v", err)
+		}
+		return nil
+	})
+}
+
+// TestAPolicyNamingAClusterThatIsNotAMemberSaysSo: the user's mistake (a
+// misspelt or not yet enrolled name) is on the policy, and goes when a
+// member of that name joins.
+func TestAPolicyNamingAClusterThatIsNotAMemberSaysSo(t *testing.T) {
+	const ns = "unknown-member"
+	namespace(t, ns, true)
+	createYAML(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: web, namespace: unknown-member}
+data: {a: "1"}
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: web, namespace: unknown-member}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, name: web}]
+  placement:
+    clusterAffinity: {clusterNames: [member1, nosuch]}
+`)
+	policyCondition(t, ns, "web", "True", policyv1alpha1.PropagatingReason,
+		"propagates 1 template; clusterAffinity.clusterNames names nosuch, which is not a member of the fleet")
+
+	late := &clusterv1alpha1.MemberCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "nosuch"},
+		Spec:       clusterv1alpha1.MemberClusterSpec{ClusterRef: clusterv1alpha1.ClusterReference{Namespace: "default", Name: "nosuch"}},
+	}
+	create(t, late)
+	t.Cleanup(func() { _ = hub.Client.Delete(ctx(), late) })
+	eventually(t, "the policy's message without the unknown name once nosuch is a member", func() error {
+		p := &policyv1alpha1.PropagationPolicy{}
+		if err := hub.Client.Get(ctx(), client.ObjectKey{Namespace: ns, Name: "web"}, p); err != nil {
+			return err
+		}
+		if c := conditions.Get(p, policyv1alpha1.ConditionPropagating); c == nil || c.Message != "propagates 1 template" {
+			return fmt.Errorf("Propagating is %+v", c)
 		}
 		return nil
 	})

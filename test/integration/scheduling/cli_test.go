@@ -81,7 +81,7 @@ spec:
 	out := runCLI(t, "preview", "-f", file)
 	// Weights 1:2 ask for 10:20, but pv-b holds only 10: its share is capped
 	// and the rest goes to pv-a.
-	if !strings.Contains(out, "Placement:  pv-a:20, pv-b:10") {
+	if !strings.Contains(out, "Placement:    pv-a:20, pv-b:10") {
 		t.Errorf("preview output:\n%s", out)
 	}
 	list := &workv1alpha1.ResourceBindingList{}
@@ -103,7 +103,7 @@ func TestExplainShowsThePlacementAndWhyMembersWereDropped(t *testing.T) {
 		return placement(b) == "ex-a:2,ex-b:1" || placement(b) == "ex-a:1,ex-b:2"
 	})
 	out := runCLI(t, "explain", "deployment/explained", "-n", "default")
-	for _, want := range []string{"Scheduled:  True (Success)", "Placement:  ex-a:", "Strategy:   Divided/StaticWeighted", "MEMBER", "ex-a", "ex-b"} {
+	for _, want := range []string{"Scheduled:    True (Success)", "Placement:    ex-a:", "Strategy:     Divided/StaticWeighted", "MEMBER", "ex-a", "ex-b"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain output lacks %q:\n%s", want, out)
 		}
