@@ -201,7 +201,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	}
 	members := propagation.MemberClientsFrom(memberclient.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme()))
 	access := &enrolment.Access{Reader: mgr.GetAPIReader()}
-	if err := propagation.SetupWithManager(ctx, mgr, propagation.Options{MemberClients: members, MemberAccess: access}); err != nil {
+	if err := propagation.SetupWithManager(ctx, mgr, propagation.Options{MemberClients: members, MemberAccess: access, Quota: quotas}); err != nil {
 		return fmt.Errorf("set up propagation: %w", err)
 	}
 	failoverOpts := opts.failover
