@@ -13,6 +13,11 @@
 // ends when the API server shows the same usage, or after ReservationTTL
 // (a decision whose write failed).
 //
+// A binding also counts what its Works carry once rendered (rendered.go:
+// ChargeRendered, under the lock the scheduler holds around its decisions,
+// and status.renderedUsage as the API server shows it): it uses the larger
+// of placement and rendering, key by key.
+//
 // Every change that frees quota in a namespace with quotas (a binding
 // shrinks or goes, a quota grows or goes) is reported to subscribers, which
 // retry the bindings waiting on quota; every change of usage is reported
