@@ -249,7 +249,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	members := propagation.MemberClientsFrom(memberclient.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), health))
 	access := &enrolment.Access{Reader: mgr.GetAPIReader()}
 	if err := propagation.SetupWithManager(ctx, mgr, propagation.Options{
-		MemberClients: members, MemberAccess: access, MemberHealth: health,
+		MemberClients: members, MemberAccess: access, MemberHealth: health, Quota: quotas,
 		MemberTimeout: opts.memberApplyTimeout, MaxInFlightPerMember: opts.memberConcurrentWorks, WithdrawTimeout: opts.memberWithdrawTimeout,
 	}); err != nil {
 		return fmt.Errorf("set up propagation: %w", err)

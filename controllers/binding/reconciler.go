@@ -65,6 +65,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/finalizers"
@@ -114,6 +115,12 @@ type Reconciler struct {
 	// RESTMapper tells which kinds are namespaced, for the tenancy rule;
 	// the manager's when not set.
 	RESTMapper meta.RESTMapper
+	// Quota checks and charges what ResourceBindings render against their
+	// namespaces' FederatedResourceQuotas (quota.go); nil checks nothing.
+	Quota RenderedQuota
+	// QuotaWakeups are sources of the ResourceBinding controller that
+	// re-queue bindings refused for quota when quota frees.
+	QuotaWakeups []source.TypedSource[reconcile.Request]
 
 	deps dependencyIndex
 }
@@ -146,6 +153,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 				// The allow-overwrite mark decides the Works' conflictResolution.
 				Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.bindingsInNamespace),
 					builder.WithPredicates(predicate.LabelChangedPredicate{}))
+			for _, src := range r.QuotaWakeups {
+				b = b.WatchesRawSource(src)
+			}
 		}
 		for _, depKind := range []string{dependencies.ConfigMap, dependencies.Secret, dependencies.ServiceAccount, dependencies.PersistentVolumeClaim} {
 			meta := &metav1.PartialObjectMetadata{}
@@ -404,9 +414,11 @@ func (r *Reconciler) decideTakeover(ctx context.Context, s *rendering) (bool, er
 }
 
 // writeWorks renders and writes the Work of every member of spec.clusters.
-// A member that cannot be rendered keeps its previous Work.
+// A member that cannot be rendered, or whose Work would pass a quota
+// (chargeQuota), keeps its previous Work.
 func (r *Reconciler) writeWorks(ctx context.Context, s *rendering) (bool, error) {
 	spec := s.binding.BindingSpec()
+	rendered := map[string][]workv1alpha1.Manifest{}
 	for _, target := range spec.Clusters {
 		manifests, reason, err := r.render(ctx, s, target)
 		if err != nil {
@@ -414,6 +426,17 @@ func (r *Reconciler) writeWorks(ctx context.Context, s *rendering) (bool, error)
 				return false, err
 			}
 			s.fail(target.Name, reason, "%v", err)
+			continue
+		}
+		rendered[target.Name] = manifests
+	}
+	refused, err := r.chargeQuota(ctx, s, rendered)
+	if err != nil {
+		return false, err
+	}
+	for _, target := range spec.Clusters {
+		manifests, ok := rendered[target.Name]
+		if !ok || refused[target.Name] {
 			continue
 		}
 		if err := r.writeWork(ctx, s, target.Name, manifests); err != nil {

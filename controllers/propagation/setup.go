@@ -16,13 +16,17 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/federatednamespace"
 	"github.com/flotilla-io/flotilla/controllers/memberclient"
+	quotacontroller "github.com/flotilla-io/flotilla/controllers/quota"
 	"github.com/flotilla-io/flotilla/controllers/status"
+	"github.com/flotilla-io/flotilla/internal/quota/tracker"
 )
 
 // Options configure the pipeline.
@@ -48,6 +52,10 @@ type Options struct {
 	// Concurrency is how many templates, bindings and Works each controller
 	// reconciles at once; 0 means DefaultConcurrency.
 	Concurrency int
+	// Quota, when set, is the quota tracker the binding controller checks
+	// and charges each ResourceBinding's rendered Works with (the one the
+	// scheduler asks), retrying refused bindings when quota frees.
+	Quota *tracker.Tracker
 }
 
 // DefaultConcurrency: applying to members waits on their API servers, so
@@ -75,8 +83,12 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if err := d.SetupWithManager(ctx, mgr, controller.TypedOptions[detector.TemplateKey]{MaxConcurrentReconciles: opts.Concurrency}); err != nil {
 		return fmt.Errorf("detector: %w", err)
 	}
-	if err := (&binding.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-binding")}).
-		SetupWithManager(ctx, mgr, options); err != nil {
+	br := &binding.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-binding")}
+	if opts.Quota != nil {
+		br.Quota = opts.Quota
+		br.QuotaWakeups = []source.TypedSource[reconcile.Request]{quotacontroller.NewRenderRetry(c, opts.Quota)}
+	}
+	if err := br.SetupWithManager(ctx, mgr, options); err != nil {
 		return fmt.Errorf("binding controller: %w", err)
 	}
 	if err := (&execution.Reconciler{

@@ -62,7 +62,7 @@ func observeBinding(t *tracker.Tracker, obj any) {
 	if !ok {
 		return
 	}
-	t.ObserveBinding(bindingKey(b), b.Namespace, quota.WorkloadOf(&b.Spec), !b.DeletionTimestamp.IsZero())
+	t.ObserveRenderedBinding(bindingKey(b), b.Namespace, quota.WorkloadOf(&b.Spec), b.Status.RenderedUsage, !b.DeletionTimestamp.IsZero())
 }
 
 // observeQuota records a quota's overall; one being deleted limits nothing.

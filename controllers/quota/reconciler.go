@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -301,16 +300,6 @@ func (r *Reconciler) measureUsage(_ context.Context, s *scope) (bool, error) {
 	q.Status.Overall = q.Spec.Overall.DeepCopy()
 	q.Status.OverallUsed = quota.Only(r.Tracker.Used(q.Namespace), q.Spec.Overall)
 	msg := "in force: the scheduler places nothing that would take the namespace past spec.overall"
-	var unaccounted []string
-	for name := range q.Spec.Overall {
-		if !quota.Accounted(name) {
-			unaccounted = append(unaccounted, string(name))
-		}
-	}
-	if len(unaccounted) > 0 {
-		slices.Sort(unaccounted)
-		msg += "; not accounted from bindings, so never used up: " + strings.Join(unaccounted, ", ")
-	}
 	conditions.Set(q, metav1.Condition{Type: policyv1alpha1.QuotaConditionReady, Status: metav1.ConditionTrue,
 		Reason: policyv1alpha1.QuotaReasonInForce, Message: msg, ObservedGeneration: q.Generation})
 	return true, nil

@@ -54,24 +54,51 @@ func NewRetry(reader client.Reader, t *tracker.Tracker) source.TypedSource[recon
 	return s
 }
 
+// NewRenderRetry is the same for the binding controller of
+// ResourceBindings: when quota frees in a namespace, it enqueues the
+// bindings whose Works were refused for quota — Rendered=False with reason
+// QuotaExceeded — oldest first, and once more RetryEcho later.
+func NewRenderRetry(reader client.Reader, t *tracker.Tracker) source.TypedSource[reconcile.Request] {
+	s := &namespaceSource{name: "quota-render-retry", priority: RetryPriority, escalate: true, requests: func(ctx context.Context, ns string) []reconcile.Request {
+		return waitingOn(ctx, reader, ns, workv1alpha1.ConditionRendered)
+	}}
+	t.Subscribe(func(c tracker.Change) {
+		if c.Freed {
+			s.add(c.Namespace)
+			time.AfterFunc(RetryEcho, func() { s.add(c.Namespace) })
+		}
+	})
+	return s
+}
+
 // waitingOnQuota lists the namespace's bindings waiting on quota, oldest first.
 func waitingOnQuota(ctx context.Context, reader client.Reader, ns string) []reconcile.Request {
+	return waitingOn(ctx, reader, ns, workv1alpha1.ConditionScheduled)
+}
+
+// waitingOn lists the namespace's bindings whose condition is
+// False/QuotaExceeded, oldest first.
+func waitingOn(ctx context.Context, reader client.Reader, ns, condition string) []reconcile.Request {
 	list := &workv1alpha1.ResourceBindingList{}
 	if err := reader.List(ctx, list, client.InNamespace(ns)); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "list the bindings waiting on quota", "namespace", ns)
 		return nil
 	}
-	return WaitingOnQuota(list.Items)
+	return waitingFor(list.Items, condition)
 }
 
 // WaitingOnQuota picks the bindings whose Scheduled condition is False with
 // reason QuotaExceeded and orders them oldest first (creation time, then
 // name), as requests for the scheduling controller.
 func WaitingOnQuota(bindings []workv1alpha1.ResourceBinding) []reconcile.Request {
+	return waitingFor(bindings, workv1alpha1.ConditionScheduled)
+}
+
+func waitingFor(bindings []workv1alpha1.ResourceBinding, condition string) []reconcile.Request {
 	var waiting []*workv1alpha1.ResourceBinding
 	for i := range bindings {
 		b := &bindings[i]
-		c := findCondition(b.Status.Conditions, workv1alpha1.ConditionScheduled)
+		c := findCondition(b.Status.Conditions, condition)
 		if c != nil && c.Status == metav1.ConditionFalse && c.Reason == workv1alpha1.BindingReasonQuotaExceeded && b.DeletionTimestamp.IsZero() {
 			waiting = append(waiting, b)
 		}

@@ -46,7 +46,7 @@ func Check(quotaName string, overall, used, request corev1.ResourceList) []Viola
 	var out []Violation
 	for _, key := range sortedNames(overall) {
 		req, ok := request[key]
-		if !ok || req.Sign() <= 0 || !Accounted(key) {
+		if !ok || req.Sign() <= 0 {
 			continue
 		}
 		total := used[key].DeepCopy()

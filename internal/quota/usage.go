@@ -1,8 +1,6 @@
 package quota
 
 import (
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -67,27 +65,45 @@ func Usage(w Workload) corev1.ResourceList {
 	if len(w.Clusters) == 0 {
 		return out
 	}
-	n := w.Replicas()
-	if n > 0 {
-		out[corev1.ResourcePods] = *resource.NewQuantity(n, resource.DecimalSI)
-		if r := w.Requirements; r != nil {
-			for name, q := range r.ResourceRequest {
-				if name == corev1.ResourcePods {
-					continue
-				}
-				v := times(q, n)
-				out[name] = v
-				out[corev1.ResourceName(requestsPrefix+string(name))] = v.DeepCopy()
-			}
-			for name, q := range r.ResourceLimits {
-				out[corev1.ResourceName(limitsPrefix+string(name))] = times(q, n)
-			}
-		}
-	}
+	addPods(out, w.Replicas(), w.Requirements)
 	for _, key := range countKeys(w.APIVersion, w.Kind) {
 		out[key] = *resource.NewQuantity(1, resource.DecimalSI)
 	}
 	return out
+}
+
+// addPods adds n Pods of requirements r to out: `pods`, each request under
+// `<name>` and `requests.<name>`, each limit under `limits.<name>`.
+func addPods(out corev1.ResourceList, n int64, r *workv1alpha1.ReplicaRequirements) {
+	if n <= 0 {
+		return
+	}
+	add(out, corev1.ResourcePods, *resource.NewQuantity(n, resource.DecimalSI))
+	if r == nil {
+		return
+	}
+	for name, q := range r.ResourceRequest {
+		if name == corev1.ResourcePods {
+			continue
+		}
+		v := times(q, n)
+		add(out, name, v)
+		add(out, corev1.ResourceName(requestsPrefix+string(name)), v)
+	}
+	for name, q := range r.ResourceLimits {
+		add(out, corev1.ResourceName(limitsPrefix+string(name)), times(q, n))
+	}
+}
+
+// add adds q to out's key.
+func add(out corev1.ResourceList, key corev1.ResourceName, q resource.Quantity) {
+	sum, ok := out[key]
+	if !ok {
+		out[key] = q.DeepCopy()
+		return
+	}
+	sum.Add(q)
+	out[key] = sum
 }
 
 // times is q × n, exact.
@@ -104,6 +120,8 @@ var legacyCountKeys = map[string]corev1.ResourceName{
 	"Secret":                corev1.ResourceSecrets,
 	"Service":               corev1.ResourceServices,
 	"ReplicationController": corev1.ResourceReplicationControllers,
+	"PersistentVolumeClaim": corev1.ResourcePersistentVolumeClaims,
+	"ResourceQuota":         corev1.ResourceQuotas,
 }
 
 // countKeys are the object-count keys of a kind: count/<resource>.<group>
@@ -128,27 +146,6 @@ func countKeys(apiVersion, kind string) []corev1.ResourceName {
 		keys = append(keys, legacy)
 	}
 	return keys
-}
-
-// unaccounted are quota keys no binding's usage can be computed for:
-// storage is claimed by PVCs, which travel in envelopes (a federated
-// namespace admits none), and Services of type LoadBalancer or NodePort
-// travel in envelopes too.
-var unaccounted = map[corev1.ResourceName]bool{
-	corev1.ResourceRequestsStorage:        true,
-	corev1.ResourcePersistentVolumeClaims: true,
-	"count/persistentvolumeclaims":        true,
-	corev1.ResourceServicesLoadBalancers:  true,
-	corev1.ResourceServicesNodePorts:      true,
-	corev1.ResourceStorage:                true,
-}
-
-// Accounted reports whether the hub can account a quota key from bindings.
-// Keys it cannot (storage, PVC counts, services.loadbalancers,
-// services.nodeports) are never used up and never refuse a placement; the
-// quota's Ready condition names them.
-func Accounted(key corev1.ResourceName) bool {
-	return !unaccounted[key] && !strings.Contains(string(key), ".storageclass.storage.k8s.io/")
 }
 
 // Add returns a + b, key by key.

@@ -112,19 +112,6 @@ func TestUsageIsExactForLargeFleets(t *testing.T) {
 	}
 }
 
-func TestAccounted(t *testing.T) {
-	for key, want := range map[string]bool{
-		"cpu": true, "requests.memory": true, "limits.cpu": true, "pods": true, "nvidia.com/gpu": true,
-		"requests.nvidia.com/gpu": true, "count/deployments.apps": true, "configmaps": true, "requests.ephemeral-storage": true,
-		"requests.storage": false, "persistentvolumeclaims": false, "services.loadbalancers": false, "services.nodeports": false,
-		"gold.storageclass.storage.k8s.io/requests.storage": false,
-	} {
-		if got := Accounted(corev1.ResourceName(key)); got != want {
-			t.Errorf("Accounted(%s) = %v, want %v", key, got, want)
-		}
-	}
-}
-
 func TestResourceListArithmetic(t *testing.T) {
 	a, b := list("cpu", "2", "memory", "1Gi"), list("cpu", "500m", "pods", "3")
 	if got := render(Add(a, b)); got != "cpu=2500m memory=1Gi pods=3" {
@@ -187,9 +174,10 @@ func TestCheck(t *testing.T) {
 			want:    []string{"FederatedResourceQuota tenant/team: cpu: requested 1, used 70 of 64, 0 left"},
 		},
 		{
-			name:    "keys the hub cannot account never refuse",
+			name:    "storage is limited like every key (claims rendered from envelopes use it)",
 			used:    list("requests.storage", "2Ti"),
 			request: list("requests.storage", "1Ti"),
+			want:    []string{"FederatedResourceQuota tenant/team: requests.storage: requested 1Ti, used 2Ti of 1Ti, 0 left"},
 		},
 		{
 			name:    "keys not in overall are not limited",

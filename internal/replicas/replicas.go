@@ -151,3 +151,47 @@ func joinPath(f []string) string {
 	}
 	return s
 }
+
+var (
+	podKind                   = schema.GroupKind{Kind: "Pod"}
+	replicationControllerKind = schema.GroupKind{Kind: "ReplicationController"}
+)
+
+// Pods is how many Pods an object rendered into a member makes there and
+// what one of them requests, as a member's ResourceQuota counts them: the
+// replica count of the workload kinds Extract knows (Deployment,
+// StatefulSet, ReplicaSet, Job's parallelism), 1 for a Pod, spec.replicas
+// of a ReplicationController. ok is false for every other kind, including
+// those whose Pods cannot be told from the object alone (a DaemonSet makes
+// one per node, a CronJob none until it runs).
+func Pods(obj *unstructured.Unstructured) (n int64, req *workv1alpha1.ReplicaRequirements, ok bool, err error) {
+	switch groupKind(obj) {
+	case podKind:
+		p := &corev1.Pod{}
+		if err := fromUnstructured(obj, p); err != nil {
+			return 0, nil, false, err
+		}
+		return 1, requirements(obj.GetNamespace(), &corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}), true, nil
+	case replicationControllerKind:
+		rc := &corev1.ReplicationController{}
+		if err := fromUnstructured(obj, rc); err != nil {
+			return 0, nil, false, err
+		}
+		n := int32(1)
+		if rc.Spec.Replicas != nil {
+			n = *rc.Spec.Replicas
+		}
+		if rc.Spec.Template == nil {
+			return int64(n), nil, true, nil
+		}
+		return int64(n), requirements(obj.GetNamespace(), rc.Spec.Template), true, nil
+	}
+	if !HasReplicas(obj) {
+		return 0, nil, false, nil
+	}
+	r, rr, err := Extract(obj)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	return int64(r), rr, true, nil
+}

@@ -248,3 +248,69 @@ func TestSetLeavesKindsWithoutReplicasUnchanged(t *testing.T) {
 		t.Errorf("Service changed (-before +after):\n%s", diff)
 	}
 }
+
+func TestPodsCountsThePodsAnObjectMakesInAMember(t *testing.T) {
+	tests := []struct {
+		name     string
+		manifest string
+		wantN    int64
+		wantOK   bool
+		wantReq  corev1.ResourceList
+	}{
+		{"Deployment: spec.replicas × its pod template", `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec: {replicas: 3, template: {spec: {containers: [{name: a, resources: {requests: {cpu: "2"}}}]}}}
+`, 3, true, quantities("cpu", "2")},
+		{"Job: parallelism", `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j}
+spec: {parallelism: 4, template: {spec: {containers: [{name: a, resources: {requests: {cpu: 100m}}}]}}}
+`, 4, true, quantities("cpu", "100m")},
+		{"Pod: one, its own requests (init containers as a maximum)", `
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  initContainers: [{name: i, resources: {requests: {cpu: "3"}}}]
+  containers: [{name: a, resources: {requests: {cpu: "1"}}}]
+`, 1, true, quantities("cpu", "3")},
+		{"ReplicationController: spec.replicas", `
+apiVersion: v1
+kind: ReplicationController
+metadata: {name: rc}
+spec: {replicas: 2, template: {spec: {containers: [{name: a, resources: {requests: {memory: 1Gi}}}]}}}
+`, 2, true, quantities("memory", "1Gi")},
+		{"DaemonSet: not countable from the object", `
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: ds}
+spec: {template: {spec: {containers: [{name: a}]}}}
+`, 0, false, nil},
+		{"ConfigMap: no Pods", `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c}
+`, 0, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, req, ok, err := Pods(object(t, tt.manifest))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != tt.wantN || ok != tt.wantOK {
+				t.Fatalf("Pods = %d, %v; want %d, %v", n, ok, tt.wantN, tt.wantOK)
+			}
+			var got corev1.ResourceList
+			if req != nil {
+				got = req.ResourceRequest
+			}
+			if diff := cmp.Diff(tt.wantReq, got); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"sync"
+
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
@@ -42,6 +44,15 @@ type BindingQuota interface {
 	QuotaChecker
 	CheckPlacement(p Placement) error
 	Placed(p Placement)
+}
+
+// DecisionSerialiser is a BindingQuota that other writers of its accounts
+// (the binding controller charging what a binding renders) serialise with
+// the scheduler's decisions: Schedule holds DecisionLock around
+// decide-and-commit instead of a lock of its own, so a check and the charge
+// that follows it are never interleaved with another's.
+type DecisionSerialiser interface {
+	DecisionLock() sync.Locker
 }
 
 // NoQuota admits everything.

@@ -28,8 +28,9 @@ type Scheduler struct {
 	now     func() time.Time
 
 	// commit serialises decide-then-commit in Schedule, so that every
-	// decision sees the capacity assumed by the one before it.
-	commit sync.Mutex
+	// decision sees the capacity assumed by the one before it. It is the
+	// quota checker's DecisionLock when it has one (see DecisionSerialiser).
+	commit sync.Locker
 }
 
 // Option configures a Scheduler.
@@ -60,6 +61,10 @@ func New(opts ...Option) *Scheduler {
 	}
 	for _, o := range opts {
 		o(s)
+	}
+	s.commit = &sync.Mutex{}
+	if ds, ok := s.quota.(DecisionSerialiser); ok {
+		s.commit = ds.DecisionLock()
 	}
 	if s.ledger == nil {
 		s.ledger = assumed.New(0)

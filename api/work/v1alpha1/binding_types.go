@@ -328,6 +328,18 @@ type ResourceBindingStatus struct {
 	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
 	// +optional
 	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+
+	// RenderedUsage is what the binding's Works carry, counted as the
+	// members' ResourceQuotas count it (requests and limits after
+	// overrides, envelope contents; resources summed over members, object
+	// counts of the largest member), for its namespace's
+	// FederatedResourceQuotas: the binding uses the larger of this and its
+	// placement's replicas × replicaRequirements, key by key. Written by
+	// the binding controller when it renders the Works (ResourceBindings
+	// only); the quota tracker rebuilds from it after a restart. Flotilla
+	// extension.
+	// +optional
+	RenderedUsage corev1.ResourceList `json:"renderedUsage,omitempty"`
 }
 
 // AggregatedStatusItem is the template's status on one member.
@@ -371,7 +383,8 @@ const (
 	BindingReasonUnschedulable  = "Unschedulable"
 	BindingReasonQuotaExceeded  = "QuotaExceeded"
 
-	// Reasons of Rendered.
+	// Reasons of Rendered (and QuotaExceeded: a member's Work would take
+	// the namespace past a FederatedResourceQuota and is not written).
 	BindingReasonRendered         = "Rendered"
 	BindingReasonNotScheduled     = "NotScheduled"
 	BindingReasonTemplateNotFound = "TemplateNotFound"

@@ -13,6 +13,11 @@
 // ends when the API server shows the same usage, or after ReservationTTL
 // (a decision whose write failed).
 //
+// A binding also counts what its Works carry once rendered (rendered.go:
+// ChargeRendered, under the lock the scheduler holds around its decisions,
+// and status.renderedUsage as the API server shows it): it uses the larger
+// of placement and rendering, key by key.
+//
 // Every change that frees quota in a namespace with quotas (a binding
 // shrinks or goes, a quota grows or goes) is reported to subscribers, which
 // retry the bindings waiting on quota; every change of usage is reported
@@ -65,6 +70,10 @@ var ErrNotSynced = errors.New("quota usage is not loaded yet; retried shortly")
 type Tracker struct {
 	opts Options
 
+	// decide serialises the scheduler's decisions (its DecisionLock) with
+	// ChargeRendered: a check and its charge are one step.
+	decide sync.Mutex
+
 	mu          sync.Mutex
 	spaces      map[string]*space
 	subscribers []func(Change)
@@ -73,7 +82,13 @@ type Tracker struct {
 	syncedOnce sync.Once
 }
 
-var _ scheduler.BindingQuota = &Tracker{}
+var (
+	_ scheduler.BindingQuota       = &Tracker{}
+	_ scheduler.DecisionSerialiser = &Tracker{}
+)
+
+// DecisionLock is the lock the scheduler holds around decide-and-commit.
+func (t *Tracker) DecisionLock() sync.Locker { return &t.decide }
 
 // space is one namespace's quotas and accounts.
 type space struct {
@@ -81,7 +96,8 @@ type space struct {
 	accounts map[string]*account            // binding key → account
 	// used is the sum of every account's effective usage.
 	used corev1.ResourceList
-	// reserved names the accounts holding a reservation.
+	// reserved names the accounts holding a reservation or a rendered
+	// charge the API server does not show yet.
 	reserved map[string]struct{}
 }
 
@@ -90,14 +106,29 @@ type account struct {
 	observed   corev1.ResourceList
 	reserved   corev1.ResourceList // nil: none
 	reservedAt time.Time
+	// renderedSeen is the binding's status.renderedUsage: what its Works
+	// carry, as the API server last showed it.
+	renderedSeen corev1.ResourceList
+	// renderedHeld is what ChargeRendered charged and the API server does
+	// not show yet (nil: none).
+	renderedHeld corev1.ResourceList
+	renderedAt   time.Time
 }
 
+// effective is the larger of every part, key by key.
 func (a *account) effective() corev1.ResourceList {
-	if a.reserved == nil {
-		return a.observed
+	out := a.observed
+	for _, l := range []corev1.ResourceList{a.reserved, a.renderedSeen, a.renderedHeld} {
+		if l != nil {
+			out = quota.Max(out, l)
+		}
 	}
-	return quota.Max(a.observed, a.reserved)
+	return out
 }
+
+// holds reports whether the account holds something the API server does
+// not show yet.
+func (a *account) holds() bool { return a.reserved != nil || a.renderedHeld != nil }
 
 // New returns a Tracker that answers no check until MarkSynced.
 func New(opts Options) *Tracker {
@@ -159,18 +190,33 @@ func (t *Tracker) RemoveQuota(namespace, name string) {
 	})
 }
 
-// ObserveBinding records what the API server shows of a binding. A binding
-// being deleted uses nothing: deletions are never held back by quota.
+// ObserveBinding records what the API server shows of a binding's
+// placement (its status.renderedUsage unknown: see ObserveRenderedBinding).
 func (t *Tracker) ObserveBinding(key, namespace string, w quota.Workload, deleting bool) {
+	t.ObserveRenderedBinding(key, namespace, w, nil, deleting)
+}
+
+// ObserveRenderedBinding records what the API server shows of a binding:
+// its placement and rendered, the usage of what its Works carry
+// (status.renderedUsage; nil before it was first rendered). The binding
+// uses the larger of the two, key by key. A binding being deleted uses
+// nothing: deletions are never held back by quota.
+func (t *Tracker) ObserveRenderedBinding(key, namespace string, w quota.Workload, rendered corev1.ResourceList, deleting bool) {
 	usage := corev1.ResourceList{}
 	if !deleting {
 		usage = quota.Usage(w)
+	} else {
+		rendered = nil
 	}
 	t.change(namespace, func(s *space) effect {
 		return s.update(key, func(a *account) {
 			a.observed = usage
 			if deleting || (a.reserved != nil && quota.Equal(a.reserved, usage)) {
 				a.reserved = nil
+			}
+			a.renderedSeen = rendered.DeepCopy()
+			if deleting || (a.renderedHeld != nil && rendered != nil && quota.Equal(a.renderedHeld, rendered)) {
+				a.renderedHeld = nil
 			}
 		})
 	})
@@ -338,8 +384,15 @@ func (t *Tracker) expireReservations(s *space) effect {
 	}
 	deadline := t.opts.Now().Add(-t.opts.ReservationTTL)
 	for key := range s.reserved {
-		if a := s.accounts[key]; a != nil && a.reservedAt.Before(deadline) {
+		a := s.accounts[key]
+		if a == nil {
+			continue
+		}
+		if a.reserved != nil && a.reservedAt.Before(deadline) {
 			e = e.or(s.update(key, func(a *account) { a.reserved = nil }))
+		}
+		if a.renderedHeld != nil && a.renderedAt.Before(deadline) {
+			e = e.or(s.update(key, func(a *account) { a.renderedHeld = nil }))
 		}
 	}
 	return e
@@ -356,7 +409,7 @@ func (s *space) update(key string, f func(*account)) effect {
 	before := a.effective()
 	f(a)
 	after := a.effective()
-	if a.reserved == nil {
+	if !a.holds() {
 		delete(s.reserved, key)
 	} else {
 		s.reserved[key] = struct{}{}

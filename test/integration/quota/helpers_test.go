@@ -28,7 +28,7 @@ var members = []string{"m1", "m2", "m3"}
 var fleetOnce sync.Once
 
 // fleet writes the members once: Ready MemberClusters serving apps/v1
-// Deployments with 1000 CPU, 4Ti and 10000 pods free each, and their
+// Deployments and v1 ConfigMaps with 1000 CPU, 4Ti and 10000 pods free each, and their
 // execution namespaces.
 func fleet(t *testing.T) {
 	t.Helper()
@@ -44,6 +44,7 @@ func fleet(t *testing.T) {
 				Conditions: []metav1.Condition{{Type: clusterv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}},
 				APIEnablements: []clusterv1alpha1.APIEnablement{
 					{GroupVersion: "apps/v1", Resources: []clusterv1alpha1.APIResource{{Name: "deployments", Kind: "Deployment"}}},
+					{GroupVersion: "v1", Resources: []clusterv1alpha1.APIResource{{Name: "configmaps", Kind: "ConfigMap"}}},
 				},
 				CapacityModel: &clusterv1alpha1.CapacityModel{
 					ObservedTime: metav1.NewTime(time.Now().Add(-time.Hour)),

@@ -1,6 +1,7 @@
 // Package quota_test runs FederatedResourceQuota against a real
 // kube-apiserver: the scheduling controller with the quota tracker as its
-// quota checker, the retry source and the quota controller run in-process;
+// quota checker, the retry sources, the quota controller and the binding
+// controller (which charges what bindings render) run in-process;
 // bindings, quotas and members are written through the API, and the tests
 // read back placements, conditions and quota status. The admission webhooks
 // (the quota validation and the workload warnings) are served by testenv.
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	bindingcontroller "github.com/flotilla-io/flotilla/controllers/binding"
 	quotacontroller "github.com/flotilla-io/flotilla/controllers/quota"
 	"github.com/flotilla-io/flotilla/controllers/scheduling"
 	"github.com/flotilla-io/flotilla/internal/quota/tracker"
@@ -80,6 +82,15 @@ func startManager(ctx context.Context) error {
 		return err
 	}
 	if err := quotacontroller.SetupWithManager(ctx, mgr, quotas, controller.Options{}); err != nil {
+		return err
+	}
+	// The binding controller checks and charges what bindings render.
+	works := &bindingcontroller.Reconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-binding"),
+		Quota:        quotas,
+		QuotaWakeups: []source.TypedSource[reconcile.Request]{quotacontroller.NewRenderRetry(mgr.GetClient(), quotas)},
+	}
+	if err := works.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
 		return err
 	}
 	go func() { _ = mgr.Start(ctx) }()
