@@ -76,6 +76,7 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/dependencies"
 	"github.com/flotilla-io/flotilla/internal/envelope"
+	"github.com/flotilla-io/flotilla/internal/membernames"
 	"github.com/flotilla-io/flotilla/internal/overrides"
 	"github.com/flotilla-io/flotilla/internal/replicas"
 	"github.com/flotilla-io/flotilla/internal/tenancy"
@@ -271,6 +272,9 @@ type rendering struct {
 	// failures per member, reported in the Rendered condition.
 	failures []failure
 	requeue  time.Duration
+	// unknownMembers names override rules whose targetCluster names a
+	// cluster that is not a member (membernames), for the Rendered message.
+	unknownMembers []string
 }
 
 type failure struct {
@@ -288,6 +292,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, key bindingKey, b work
 		r.readDependencies,
 		r.readOverridePolicies,
 		r.decideTakeover,
+		r.findUnknownMembers,
 		r.writeWorks,
 		r.removeStaleWorks,
 	}
@@ -615,6 +620,30 @@ func (r *Reconciler) deleteWork(ctx context.Context, w *workv1alpha1.Work) error
 	return nil
 }
 
+// findUnknownMembers notes the override rules that apply to the template
+// and name clusters that are not members: a misspelt name otherwise only
+// shows as an override that never applies.
+func (r *Reconciler) findUnknownMembers(ctx context.Context, s *rendering) (bool, error) {
+	selected, err := overrides.Selecting(s.template, s.clusterPolicies, s.policies)
+	if err != nil || len(selected) == 0 {
+		return true, nil // a policy that cannot select is the override step's to report
+	}
+	members := &clusterv1alpha1.MemberClusterList{}
+	if err := r.Client.List(ctx, members); err != nil {
+		return false, fmt.Errorf("list MemberClusters: %w", err)
+	}
+	names := make([]string, len(members.Items))
+	for i := range members.Items {
+		names[i] = members.Items[i].Name
+	}
+	for _, p := range selected {
+		if unknown := membernames.Message(membernames.InOverride(p.Spec, membernames.Set(names))); unknown != "" {
+			s.unknownMembers = append(s.unknownMembers, p.Ref.String()+": "+unknown)
+		}
+	}
+	return true, nil
+}
+
 // renderedCondition summarises a rendering: True naming the members, or
 // False with the first failure's reason and every failure's message.
 func renderedCondition(s *rendering) metav1.Condition {
@@ -630,7 +659,7 @@ func renderedCondition(s *rendering) metav1.Condition {
 				parts = append(parts, "member "+f.member+": "+f.message)
 			}
 		}
-		c.Message = strings.Join(parts, "; ")
+		c.Message = strings.Join(append(parts, s.unknownMembers...), "; ")
 		return c
 	}
 	if len(spec.Clusters) == 0 {
@@ -645,6 +674,9 @@ func renderedCondition(s *rendering) metav1.Condition {
 	c.Message = "rendered the Works of " + strings.Join(members, ", ")
 	if len(s.missing) > 0 {
 		c.Message += "; dependencies not found on the hub, not propagated: " + strings.Join(s.missing, ", ")
+	}
+	for _, u := range s.unknownMembers {
+		c.Message += "; " + u
 	}
 	return c
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
 // TestOverridersChangeOnlyTheTargetedMember: an image overrider, a labels
@@ -142,5 +143,53 @@ spec:
 	})
 	eventually(t, "an OverrideFailed event on the template", func() error {
 		return eventOn(ns, "plain", "OverrideFailed", message)
+	})
+}
+
+// TestAnOverrideRuleNamingANonMemberIsNamedOnTheBinding: a rule whose
+// targetCluster names a cluster that is not a member never applies; the
+// binding's Rendered message says which name, and the Works are written.
+func TestAnOverrideRuleNamingANonMemberIsNamedOnTheBinding(t *testing.T) {
+	const ns = "misspelt-override"
+	namespace(t, ns, true)
+	createYAML(t, `apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: misspelt-override}
+data: {level: info}
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: settings, namespace: misspelt-override}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, name: settings}]
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: debug-on-memebr2, namespace: misspelt-override}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, name: settings}]
+  overrideRules:
+  - targetCluster: {clusterNames: [memebr2]}
+    overriders:
+      plaintext: [{path: /data/level, operator: replace, value: debug}]
+`)
+	rb := bindAndSchedule(t, ns, "settings", "ConfigMap", placement(member1, 0, member2, 0))
+	eventually(t, "the binding names the rule's unknown cluster", func() error {
+		b := &workv1alpha1.ResourceBinding{}
+		if err := hub.Client.Get(ctx(), keyOf(rb), b); err != nil {
+			return err
+		}
+		return hasCondition(b, workv1alpha1.ConditionRendered, metav1.ConditionTrue, workv1alpha1.BindingReasonRendered,
+			"OverridePolicy misspelt-override/debug-on-memebr2: overrideRules[0].targetCluster.clusterNames names memebr2, which is not a member of the fleet")
+	})
+	eventually(t, "settings unchanged in member2", func() error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}}
+		if err := inMember(member2, cm); err != nil {
+			return err
+		}
+		if cm.Data["level"] != "info" {
+			return fmt.Errorf("level %q, want info", cm.Data["level"])
+		}
+		return nil
 	})
 }
