@@ -451,6 +451,10 @@ func (r *Reconciler) writeWorks(ctx context.Context, s *rendering) (bool, error)
 				s.requeue = executionNamespaceRetry
 				continue
 			}
+			if tooLarge(err) {
+				s.fail(target.Name, workv1alpha1.BindingReasonWorkTooLarge, "the hub refused the Work for member %s as too large: %v", target.Name, err)
+				continue
+			}
 			return false, fmt.Errorf("write the Work of member %s: %w", target.Name, err)
 		}
 	}
@@ -512,6 +516,9 @@ func (r *Reconciler) render(ctx context.Context, s *rendering, target workv1alph
 	manifests, err := manifestsOf(objs)
 	if err != nil {
 		return nil, workv1alpha1.BindingReasonRenderFailed, err
+	}
+	if err := checkSize(target.Name, manifests); err != nil {
+		return nil, workv1alpha1.BindingReasonWorkTooLarge, err
 	}
 	return manifests, "", nil
 }

@@ -395,6 +395,10 @@ const (
 	// BindingReasonForbiddenObject: an object a ResourceBinding would render
 	// breaks the tenancy rule (internal/tenancy) and is left out of the Work.
 	BindingReasonForbiddenObject = "ForbiddenObject"
+	// BindingReasonWorkTooLarge: a member's Work would exceed the size the
+	// hub's etcd stores; the message gives its size and the limit, and the
+	// member keeps its previous Work.
+	BindingReasonWorkTooLarge = "WorkTooLarge"
 	// BindingReasonTemplateOutsideNamespace: a ResourceBinding's
 	// spec.resource names another namespace; nothing is rendered.
 	BindingReasonTemplateOutsideNamespace = "TemplateOutsideNamespace"

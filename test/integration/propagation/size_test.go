@@ -1,0 +1,73 @@
+package propagation_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/binding"
+)
+
+// TestAWorkOverTheSizeLimitIsReportedWithItsSize: a 1.1 MiB custom
+// resource is a valid hub object but too large for a Work beside its
+// status; the binding says so with the size and the limit, and nothing is
+// written for the member.
+func TestAWorkOverTheSizeLimitIsReportedWithItsSize(t *testing.T) {
+	const ns = "oversized"
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "blobs.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "blobs", Singular: "blob", Kind: "Blob", ListKind: "BlobList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true),
+				}},
+			}},
+		},
+	}
+	create(t, crd)
+	eventually(t, "the Blob CRD established", func() error {
+		if err := hub.Client.Get(ctx(), keyOf(crd), crd); err != nil {
+			return err
+		}
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("not established")
+	})
+	namespace(t, ns, true)
+	blob := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Blob",
+		"metadata": map[string]any{"name": "big", "namespace": ns},
+		"spec":     map[string]any{"data": strings.Repeat("x", binding.MaxWorkManifestBytes+100*1024)},
+	}}
+	create(t, blob)
+	createYAML(t, `apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: blobs, namespace: oversized}
+spec:
+  resourceSelectors: [{apiVersion: example.com/v1, kind: Blob}]
+`)
+	rb := bindAndSchedule(t, ns, "big", "Blob", placement(member1, 0))
+	eventually(t, "the binding says the Work is too large", func() error {
+		b := &workv1alpha1.ResourceBinding{}
+		if err := hub.Client.Get(ctx(), keyOf(rb), b); err != nil {
+			return err
+		}
+		return hasCondition(b, workv1alpha1.ConditionRendered, metav1.ConditionFalse, workv1alpha1.BindingReasonWorkTooLarge,
+			fmt.Sprintf("over the limit of %d bytes", binding.MaxWorkManifestBytes))
+	})
+	if _, err := work(rb, member1); err == nil {
+		t.Fatal("a Work was written for member1")
+	}
+}
