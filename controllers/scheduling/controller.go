@@ -3,6 +3,7 @@ package scheduling
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,6 +57,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 		r.RetryInterval = 30 * time.Second
 	}
 	r.snapshots = &snapshots{reader: mgr.GetClient(), sched: r.Scheduler}
+	members, err := mgr.GetCache().GetInformer(context.Background(), &clusterv1alpha1.MemberCluster{})
+	if err != nil {
+		return fmt.Errorf("MemberCluster informer: %w", err)
+	}
+	if _, err := members.AddEventHandler(r.snapshots.handler()); err != nil {
+		return fmt.Errorf("watch MemberClusters for the scheduling snapshot: %w", err)
+	}
 
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("scheduling-resourcebinding").
@@ -70,7 +78,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 	for _, src := range r.Wakeups {
 		b = b.WatchesRawSource(src)
 	}
-	err := b.Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	err = b.Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		return r.reconcile(ctx, req, &workv1alpha1.ResourceBinding{})
 	}))
 	if err != nil {
@@ -224,11 +232,17 @@ func describePlacement(clusters []workv1alpha1.TargetCluster) string {
 	if len(clusters) == 0 {
 		return "placed on no member"
 	}
-	parts := make([]string, len(clusters))
+	var b strings.Builder
+	b.WriteString("placed on ")
 	for i, c := range clusters {
-		parts[i] = fmt.Sprintf("%s:%d", c.Name, c.Replicas)
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(c.Name)
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(int(c.Replicas)))
 	}
-	return "placed on " + strings.Join(parts, ", ")
+	return b.String()
 }
 
 func keyOf(req reconcile.Request) string {

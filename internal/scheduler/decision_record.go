@@ -1,8 +1,6 @@
 package scheduler
 
 import (
-	"sort"
-
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
@@ -19,7 +17,7 @@ func (r *Result) Decision() *workv1alpha1.SchedulingDecision {
 		d.AffinityTerms = append(d.AffinityTerms, workv1alpha1.AffinityTermOutcome{Name: t.Name, Reason: t.Reason, Message: t.Message})
 	}
 	rows := e.Members()
-	rank := func(m MemberExplanation) int {
+	rank := func(m *MemberExplanation) int {
 		switch {
 		case m.Selected:
 			return 0
@@ -29,17 +27,28 @@ func (r *Result) Decision() *workv1alpha1.SchedulingDecision {
 			return 2
 		}
 	}
-	sort.SliceStable(rows, func(i, j int) bool { return rank(rows[i]) < rank(rows[j]) })
-	for i, m := range rows {
-		if i == workv1alpha1.MaxDecisionMembers {
-			d.OmittedMembers = int32(len(rows) - i)
-			break
+	// Selected members first, then those that passed every filter, then
+	// the filtered, each in the explanation's order: a stable partition in
+	// three passes, which stops at MaxDecisionMembers (a sort of the whole
+	// fleet's rows cost a quarter of a decision at 1,000 members).
+	if len(rows) > workv1alpha1.MaxDecisionMembers {
+		d.OmittedMembers = int32(len(rows) - workv1alpha1.MaxDecisionMembers)
+	}
+	for r := 0; r < 3 && len(d.Members) < workv1alpha1.MaxDecisionMembers; r++ {
+		for i := range rows {
+			m := &rows[i]
+			if rank(m) != r {
+				continue
+			}
+			if len(d.Members) == workv1alpha1.MaxDecisionMembers {
+				break
+			}
+			d.Members = append(d.Members, workv1alpha1.MemberDecision{
+				Name: m.Name, FilteredBy: m.FilteredBy, Reason: m.Reason,
+				Score: m.Score, Scores: m.Scores, AvailableReplicas: m.Available,
+				Selected: m.Selected, Replicas: m.Replicas,
+			})
 		}
-		d.Members = append(d.Members, workv1alpha1.MemberDecision{
-			Name: m.Name, FilteredBy: m.FilteredBy, Reason: m.Reason,
-			Score: m.Score, Scores: m.Scores, AvailableReplicas: m.Available,
-			Selected: m.Selected, Replicas: m.Replicas,
-		})
 	}
 	return d
 }
