@@ -128,4 +128,3 @@ func BenchmarkControllerPathDecision(b *testing.B) {
 		}
 	}
 }
-
