@@ -119,7 +119,7 @@ test: test-bins build vet verify-generate ## Everything CI runs: vet, generated-
 
 .PHONY: bench
 bench: ## Go benchmarks of the scheduler and other hot paths (no apiserver).
-	go test -run='^$$' -bench=. -benchmem ./internal/...
+	go test -run='^$$' -bench=. -benchmem ./internal/... ./controllers/scheduling/
 
 .PHONY: bench-e2e
 bench-e2e: test-bins build ## End-to-end benchmarks on the local fleet (propagation latency p50/p99).
