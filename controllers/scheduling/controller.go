@@ -57,13 +57,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 		r.RetryInterval = 30 * time.Second
 	}
 	r.snapshots = &snapshots{reader: mgr.GetClient(), sched: r.Scheduler}
-	members, err := mgr.GetCache().GetInformer(context.Background(), &clusterv1alpha1.MemberCluster{})
-	if err != nil {
-		return fmt.Errorf("MemberCluster informer: %w", err)
-	}
-	if _, err := members.AddEventHandler(r.snapshots.handler()); err != nil {
-		return fmt.Errorf("watch MemberClusters for the scheduling snapshot: %w", err)
-	}
 
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("scheduling-resourcebinding").
@@ -78,7 +71,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 	for _, src := range r.Wakeups {
 		b = b.WatchesRawSource(src)
 	}
-	err = b.Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	err := b.Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		return r.reconcile(ctx, req, &workv1alpha1.ResourceBinding{})
 	}))
 	if err != nil {
