@@ -20,7 +20,7 @@ import (
 // A hung member delays only its own Works (issue 14): its kube-apiserver
 // is stopped with SIGSTOP, so its port accepts connections and nothing
 // answers — the case that holds a worker for a whole timeout per request.
-var _ = Describe("Member isolation", func() {
+var _ = Describe("Member isolation", Label(slowLabel), func() {
 	It("keeps the rest of the fleet at normal latency while one member's apiserver hangs, and catches the hung member up when it answers", func(ctx SpecContext) {
 		const ns, workloads = "isolation", 6
 		federatedNamespace(ctx, ns)

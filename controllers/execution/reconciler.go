@@ -63,7 +63,7 @@ import (
 
 // Defaults of the member isolation settings.
 const (
-	DefaultMaxInFlightPerMember = 2
+	DefaultMaxInFlightPerMember = 4
 	DefaultMemberTimeout        = 15 * time.Second
 	DefaultWithdrawTimeout      = 10 * time.Minute
 )
