@@ -50,6 +50,22 @@ func fleetFit(ctx context.Context) map[string]int64 {
 	return fit
 }
 
+// fitNow is what each default member's current model holds of 1-CPU
+// replicas, with the Pods the model observed, for failure messages.
+func fitNow(ctx context.Context) map[string]string {
+	out := map[string]string{}
+	for _, m := range theFleet.Members()[:3] {
+		mc, err := memberOf(ctx, m)
+		if err != nil || mc == nil || mc.Status.CapacityModel == nil {
+			out[m.Name()] = fmt.Sprintf("no model (%v)", err)
+			continue
+		}
+		out[m.Name()] = fmt.Sprintf("fit %d, %d pods observed at %s", capacity.Fit(mc.Status.CapacityModel, oneCPU),
+			mc.Status.CapacityModel.ObservedPods, mc.Status.CapacityModel.ObservedTime.Format(time.RFC3339))
+	}
+	return out
+}
+
 // pendingPods counts the Pods of a namespace not Running in the default members.
 func pendingPods(ctx context.Context, ns string) int {
 	n := 0
@@ -158,6 +174,7 @@ var _ = Describe("Scheduling", func() {
 			g.Expect(list.Items).To(HaveLen(50))
 			scheduled = 0
 			perMember := map[string]int64{}
+			refusal := ""
 			for i := range list.Items {
 				c := conditions.Get(&list.Items[i], workv1alpha1.ConditionScheduled)
 				g.Expect(c).NotTo(BeNil(), "binding %s not decided", list.Items[i].Name)
@@ -168,12 +185,16 @@ var _ = Describe("Scheduling", func() {
 					}
 				} else {
 					g.Expect(c.Reason).To(Equal(workv1alpha1.BindingReasonUnschedulable))
+					refusal = list.Items[i].Name + " at " + c.LastTransitionTime.Format(time.RFC3339) + ": " + c.Message
 				}
 			}
 			for name, n := range perMember {
 				g.Expect(n).To(BeNumerically("<=", fit[name]), "%s overcommitted", name)
 			}
-			g.Expect(scheduled).To(Equal(min(total, 50)))
+			// On a shortfall, say what the scheduler saw and what the
+			// members' models say now.
+			g.Expect(scheduled).To(Equal(min(total, 50)), "placed per member %v of fit %v; models now %v; a refusal: %s",
+				perMember, fit, fitNow(ctx), refusal)
 		}).WithTimeout(3 * timeUnit).Should(Succeed())
 		AddReportEntry("burst of 50 × 1 CPU", fmt.Sprintf("%d placed, fleet holds %d", scheduled, total))
 

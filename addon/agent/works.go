@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/finalizers"
 	"sigs.k8s.io/cluster-api/util/patch"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/applier"
 )
@@ -69,6 +71,15 @@ func (r *workReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctr
 	}()
 
 	if !w.DeletionTimestamp.IsZero() {
+		if keep, err := r.memberKeepsWhatRuns(ctx); err != nil {
+			return ctrl.Result{}, err
+		} else if keep {
+			if left := applier.Abandon(w); len(left) > 0 {
+				ctrl.LoggerFrom(ctx).Info("The member leaves the fleet and keeps the objects of a deleted Work", "objects", left)
+			}
+			r.applied.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
 		if err := r.applier.Withdraw(ctx, r.member, w); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -77,6 +88,20 @@ func (r *workReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctr
 	}
 	out, err := r.execute(ctx, w)
 	return ctrl.Result{RequeueAfter: out.RequeueAfter}, err
+}
+
+// memberKeepsWhatRuns reads the agent's MemberCluster (deletions are rare,
+// so uncached) and says whether it leaves the fleet keeping what runs in it
+// (applier.KeepsWhatRuns).
+func (r *workReconciler) memberKeepsWhatRuns(ctx context.Context) (bool, error) {
+	m := &clusterv1alpha1.MemberCluster{}
+	if err := r.hub.Get(ctx, client.ObjectKey{Name: r.member}, m); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil // removed from the fleet: nothing asks for withdrawal any more
+		}
+		return false, fmt.Errorf("read MemberCluster %s before withdrawing a Work: %w", r.member, err)
+	}
+	return applier.KeepsWhatRuns(m), nil
 }
 
 // execute applies a Work the member does not hold yet; one it holds is only

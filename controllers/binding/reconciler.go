@@ -74,6 +74,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/federatednamespace"
 	"github.com/flotilla-io/flotilla/internal/dependencies"
 	"github.com/flotilla-io/flotilla/internal/envelope"
 	"github.com/flotilla-io/flotilla/internal/membernames"
@@ -288,6 +289,7 @@ func (s *rendering) fail(member, reason, format string, args ...any) {
 func (r *Reconciler) reconcileNormal(ctx context.Context, key bindingKey, b workv1alpha1.Binding) (ctrl.Result, error) {
 	s := &rendering{key: key, binding: b}
 	phases := []func(context.Context, *rendering) (bool, error){
+		r.holdUnfederated,
 		r.readTemplate,
 		r.readDependencies,
 		r.readOverridePolicies,
@@ -307,6 +309,27 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, key bindingKey, b work
 	}
 	conditions.Set(b, renderedCondition(s))
 	return ctrl.Result{RequeueAfter: s.requeue}, nil
+}
+
+// holdUnfederated keeps a ResourceBinding's Works as they are while its
+// namespace is not federated: the detector no longer follows the template
+// there, so rendering the template as it is now would push changes the
+// namespace's owner took out of the fleet.
+func (r *Reconciler) holdUnfederated(ctx context.Context, s *rendering) (bool, error) {
+	if s.key.Kind != KindResourceBinding {
+		return true, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: s.binding.GetNamespace()}, ns); err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("read namespace %s: %w", s.binding.GetNamespace(), err)
+	}
+	if federatednamespace.Federated(ns) {
+		return true, nil
+	}
+	s.fail("", workv1alpha1.BindingReasonNamespaceNotFederated,
+		"namespace %s is not federated: the Works are kept as they are and template changes are not propagated until it is labelled %s=true again",
+		s.binding.GetNamespace(), policyv1alpha1.FederatedLabel)
+	return false, nil
 }
 
 // readTemplate reads the template the binding names, from the API server.
@@ -763,7 +786,7 @@ func (r *Reconciler) allBindings(kind string) handler.MapFunc {
 
 // bindingsInNamespace maps a hub Namespace to its ResourceBindings: its
 // policy.flotilla.io/allow-overwrite label decides their Works'
-// conflictResolution.
+// conflictResolution, its federated label whether they are rendered.
 func (r *Reconciler) bindingsInNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
 	return r.listBindings(ctx, KindResourceBinding, client.InNamespace(ns.GetName()))
 }

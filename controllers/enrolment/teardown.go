@@ -50,8 +50,15 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	s.member, s.memberPatch, s.memberName = m, helper, m.Name
 
+	// A Cluster that opts out stays up: its workloads are placed elsewhere
+	// and it keeps its own copies (applier.KeepsWhatRuns). A deleted
+	// Cluster's objects are withdrawn as its Works go.
+	kept := ""
+	if reason == clusterv1alpha1.UnenrollingReason {
+		kept = "; the Cluster no longer opts in, so it keeps what runs in it: nothing is deleted there"
+	}
 	if !conditions.IsTrue(m, clusterv1alpha1.ConditionTerminating) {
-		r.Recorder.Eventf(c, m, corev1.EventTypeNormal, reason, "Drain", "Draining member %s before removing it", m.Name)
+		r.Recorder.Eventf(c, m, corev1.EventTypeNormal, reason, "Drain", "Draining member %s before removing it: its bindings are placed on other members%s", m.Name, kept)
 	}
 	addTaint(m, corev1.Taint{Key: clusterv1alpha1.TaintTerminating, Effect: corev1.TaintEffectNoExecute})
 	started := time.Now()
@@ -66,12 +73,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	if works > 0 && time.Now().Before(deadline) {
 		conditions.Set(m, metav1.Condition{Type: clusterv1alpha1.ConditionTerminating, Status: metav1.ConditionTrue, Reason: reason,
-			Message: fmt.Sprintf("waiting for %d Works to leave %s; the member is removed at %s at the latest", works, clusterv1alpha1.ExecutionNamespace(m.Name), deadline.UTC().Format(time.RFC3339))})
+			Message: fmt.Sprintf("waiting for %d Works to leave %s; the member is removed at %s at the latest%s", works, clusterv1alpha1.ExecutionNamespace(m.Name), deadline.UTC().Format(time.RFC3339), kept)})
 		return ctrl.Result{RequeueAfter: min(time.Until(deadline), drainPoll)}, nil
 	}
 	if works > 0 {
 		r.Recorder.Eventf(c, m, corev1.EventTypeWarning, "DrainTimeout", "Drain",
-			"Removing member %s with %d Works left after the drain timeout of %s", m.Name, works, r.DrainTimeout)
+			"Removing member %s with %d Works left after the drain timeout of %s%s", m.Name, works, r.DrainTimeout, kept)
 	}
 	conditions.Set(m, metav1.Condition{Type: clusterv1alpha1.ConditionTerminating, Status: metav1.ConditionTrue, Reason: reason, Message: "drained; removing the member"})
 

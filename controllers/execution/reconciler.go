@@ -272,7 +272,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 		before := work.DeepCopy()
-		if err := r.abandon(ctx, work, member, "its agent's Lease expired"); err != nil {
+		if err := r.abandon(ctx, work, member, unanswered(work, member, "its agent's Lease expired")); err != nil {
 			return ctrl.Result{}, err
 		}
 		// The agent may have come back meanwhile: never overwrite its write.
@@ -308,7 +308,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if r.Health != nil {
 		if err := r.Health.Check(memberName); err != nil {
 			if !work.DeletionTimestamp.IsZero() && r.withdrawWait(work) <= 0 {
-				return ctrl.Result{}, r.abandon(ctx, work, member, err.Error())
+				return ctrl.Result{}, r.abandon(ctx, work, member, unanswered(work, member, err.Error()))
 			}
 			return r.unreachable(work, err), nil
 		}
@@ -321,11 +321,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	defer cancel()
 
 	if !work.DeletionTimestamp.IsZero() {
+		if applier.KeepsWhatRuns(member) {
+			return ctrl.Result{}, r.abandon(ctx, work, member, fmt.Sprintf(
+				"Work %s was deleted while member %s leaves the fleet (its Cluster no longer opts in): its objects stay there",
+				work.Name, member.Name))
+		}
 		err := r.applier.Withdraw(memberCtx, memberName, work)
 		if err != nil && r.Health != nil {
 			if herr := r.Health.Check(memberName); herr != nil {
 				if r.withdrawWait(work) <= 0 {
-					return ctrl.Result{}, r.abandon(ctx, work, member, herr.Error())
+					return ctrl.Result{}, r.abandon(ctx, work, member, unanswered(work, member, herr.Error()))
 				}
 				return r.unreachable(work, herr), nil
 			}
@@ -353,15 +358,23 @@ func (r *Reconciler) withdrawWait(work *workv1alpha1.Work) time.Duration {
 	return time.Until(work.DeletionTimestamp.Add(r.WithdrawTimeout))
 }
 
-// abandon releases a deleted Work whose member did not answer for
-// WithdrawTimeout, and says what may remain in the member.
+// unanswered says why a deleted Work is released when its member did not
+// answer for WithdrawTimeout.
+func unanswered(work *workv1alpha1.Work, member *clusterv1alpha1.MemberCluster, why string) string {
+	return fmt.Sprintf("Work %s was deleted %s ago and member %s did not answer (%s): its objects were not removed and may remain there",
+		work.Name, time.Since(work.DeletionTimestamp.Time).Round(time.Second), member.Name, why)
+}
+
+// abandon releases a deleted Work without withdrawing its objects from the
+// member (which did not answer, or leaves the fleet keeping what runs
+// there), and says what remains there: an event on the Work and the member
+// and the member's ObjectsLeftBehind condition.
 func (r *Reconciler) abandon(ctx context.Context, work *workv1alpha1.Work, member *clusterv1alpha1.MemberCluster, why string) error {
 	left := applier.Abandon(work)
 	if len(left) == 0 {
 		return nil
 	}
-	msg := fmt.Sprintf("Work %s was deleted %s ago and member %s did not answer (%s): its objects were not removed and may remain there: %s",
-		work.Name, time.Since(work.DeletionTimestamp.Time).Round(time.Second), member.Name, why, strings.Join(left, ", "))
+	msg := why + ": " + strings.Join(left, ", ")
 	r.Recorder.Eventf(work, nil, corev1.EventTypeWarning, LeftInMemberReason, "Withdraw", "%s", msg)
 	r.Recorder.Eventf(member, nil, corev1.EventTypeWarning, LeftInMemberReason, "Withdraw", "%s", msg)
 	helper, err := patch.NewHelper(member, r.Client)

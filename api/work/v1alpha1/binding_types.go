@@ -402,6 +402,10 @@ const (
 	// BindingReasonTemplateOutsideNamespace: a ResourceBinding's
 	// spec.resource names another namespace; nothing is rendered.
 	BindingReasonTemplateOutsideNamespace = "TemplateOutsideNamespace"
+	// BindingReasonNamespaceNotFederated: the binding's namespace lost its
+	// federated label; its Works are kept as they are, not re-rendered,
+	// until the label is back.
+	BindingReasonNamespaceNotFederated = "NamespaceNotFederated"
 
 	// Reasons of FullyApplied.
 	BindingReasonFullyApplied    = "FullyApplied"
