@@ -41,6 +41,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/scheduling"
 	"github.com/flotilla-io/flotilla/internal/quota/tracker"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/removal"
 	"github.com/flotilla-io/flotilla/internal/scheduler/assumed"
 	"github.com/flotilla-io/flotilla/webhooks"
 )
@@ -66,6 +67,7 @@ type options struct {
 	memberApplyTimeout     time.Duration
 	memberConcurrentWorks  int
 	memberWithdrawTimeout  time.Duration
+	removals               removal.Limiter
 	enrolment              enrolment.Options
 	failover               failover.Options
 }
@@ -85,6 +87,9 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership (and exits).")
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew the Lease.")
 	fs.DurationVar(&o.memberApplyTimeout, "member-apply-timeout", execution.DefaultMemberTimeout, "How long applying one Work to a Push-mode member may take before the member counts as unreachable and is left alone for a backoff.")
+	fs.Float64Var(&o.removals.Share, "member-removal-share", 0.25, "Share of a member's Works whose objects may be removed from it within --member-removal-window; more removals wait their turn, reported by the MemberCluster's RemovalsPaced condition and an event (1 removes everything at once).")
+	fs.IntVar(&o.removals.Burst, "member-removal-burst", 10, "Removals always allowed per member within --member-removal-window, whatever the share.")
+	fs.DurationVar(&o.removals.Window, "member-removal-window", time.Minute, "Span over which --member-removal-share is counted.")
 	fs.DurationVar(&o.memberWithdrawTimeout, "member-withdraw-timeout", execution.DefaultWithdrawTimeout, "How long a deleted Work waits for its member to answer (Push) or its agent's Lease to be renewed (Pull) before it is released without its objects removed; they are named in LeftInMember events and the MemberCluster's ObjectsLeftBehind condition.")
 	fs.IntVar(&o.memberConcurrentWorks, "member-concurrent-works", execution.DefaultMaxInFlightPerMember, "How many Works of one Push-mode member are applied at once; the rest wait without holding a worker, so a slow member delays only its own Works.")
 
@@ -189,6 +194,12 @@ func run(opts *options) error {
 	if opts.memberWithdrawTimeout <= 0 {
 		return fmt.Errorf("--member-withdraw-timeout must be positive, got %s", opts.memberWithdrawTimeout)
 	}
+	if !(opts.removals.Share > 0 && opts.removals.Share <= 1) {
+		return fmt.Errorf("--member-removal-share must be in (0, 1], got %g", opts.removals.Share)
+	}
+	if opts.removals.Burst < 1 || opts.removals.Window <= 0 {
+		return fmt.Errorf("--member-removal-burst must be at least 1 and --member-removal-window positive, got %d and %s", opts.removals.Burst, opts.removals.Window)
+	}
 	if opts.memberConcurrentWorks < 1 {
 		return fmt.Errorf("--member-concurrent-works must be at least 1, got %d", opts.memberConcurrentWorks)
 	}
@@ -251,6 +262,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	if err := propagation.SetupWithManager(ctx, mgr, propagation.Options{
 		MemberClients: members, MemberAccess: access, MemberHealth: health, Quota: quotas,
 		MemberTimeout: opts.memberApplyTimeout, MaxInFlightPerMember: opts.memberConcurrentWorks, WithdrawTimeout: opts.memberWithdrawTimeout,
+		Removals: &opts.removals,
 	}); err != nil {
 		return fmt.Errorf("set up propagation: %w", err)
 	}

@@ -31,6 +31,9 @@
 //   - A member no longer in spec.clusters loses its Work, unless a
 //     gracefulEvictionTask names it: then its Work stays as it is until the
 //     task is removed.
+//   - Removals are paced per member (removal.go, internal/removal): past a
+//     share of a member's Works per window, Works wait their turn and the
+//     MemberCluster says so (RemovalsPaced).
 //
 // The binding's Rendered condition says whether every member's Work is
 // rendered; failures are also events on the template.
@@ -79,6 +82,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/envelope"
 	"github.com/flotilla-io/flotilla/internal/membernames"
 	"github.com/flotilla-io/flotilla/internal/overrides"
+	"github.com/flotilla-io/flotilla/internal/removal"
 	"github.com/flotilla-io/flotilla/internal/replicas"
 	"github.com/flotilla-io/flotilla/internal/tenancy"
 )
@@ -102,6 +106,7 @@ const executionNamespaceRetry = 10 * time.Second
 // +kubebuilder:rbac:groups=work.flotilla.io,resources=works,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy.flotilla.io,resources=overridepolicies;clusteroverridepolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.flotilla.io,resources=memberclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.flotilla.io,resources=memberclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets;serviceaccounts;persistentvolumeclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -123,6 +128,9 @@ type Reconciler struct {
 	// QuotaWakeups are sources of the ResourceBinding controller that
 	// re-queue bindings refused for quota when quota frees.
 	QuotaWakeups []source.TypedSource[reconcile.Request]
+	// Removals paces the deletion of Works whose objects leave their
+	// member (removal.go); nil deletes at once.
+	Removals *removal.Limiter
 
 	deps dependencyIndex
 }
@@ -230,29 +238,42 @@ func (r *Reconciler) Reconcile(ctx context.Context, kind string, req ctrl.Reques
 	}()
 
 	if !b.GetDeletionTimestamp().IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, key, b)
+		return r.reconcileDelete(ctx, key, b)
 	}
 	return r.reconcileNormal(ctx, key, b)
 }
 
 // reconcileDelete deletes the binding's Works and lets the binding go once
 // they are gone (their own finalizers first remove the objects from members).
-func (r *Reconciler) reconcileDelete(ctx context.Context, key bindingKey, b workv1alpha1.Binding) error {
+func (r *Reconciler) reconcileDelete(ctx context.Context, key bindingKey, b workv1alpha1.Binding) (ctrl.Result, error) {
 	works, err := r.worksOf(ctx, b)
 	if err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
+	var wait time.Duration
 	for i := range works {
-		if err := r.deleteWork(ctx, &works[i]); err != nil {
-			return err
+		w, err := r.removeWork(ctx, &works[i], removalTrigger(b, works[i].Labels[clusterv1alpha1.MemberLabel], true))
+		if err != nil {
+			return ctrl.Result{}, err
 		}
+		wait = minPositive(wait, w)
 	}
 	if len(works) > 0 {
-		return nil // Work deletions bring the binding back here.
+		// Work deletions bring the binding back here; paced ones come back
+		// when their turn may have come.
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	controllerutil.RemoveFinalizer(b, workv1alpha1.BindingFinalizer)
 	r.deps.Set(key, nil)
-	return nil
+	return ctrl.Result{}, nil
+}
+
+// minPositive is the smaller of two waits, 0 meaning none.
+func minPositive(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // rendering is one reconciliation of a binding's Works.
@@ -276,6 +297,8 @@ type rendering struct {
 	// unknownMembers names override rules whose targetCluster names a
 	// cluster that is not a member (membernames), for the Rendered message.
 	unknownMembers []string
+	// paced names members whose stale Work waits for its removal turn.
+	paced []string
 }
 
 type failure struct {
@@ -623,10 +646,18 @@ func (r *Reconciler) removeStaleWorks(ctx context.Context, s *rendering) (bool, 
 		return false, err
 	}
 	for i := range works {
-		if !keep[works[i].Labels[clusterv1alpha1.MemberLabel]] {
-			if err := r.deleteWork(ctx, &works[i]); err != nil {
-				return false, err
-			}
+		member := works[i].Labels[clusterv1alpha1.MemberLabel]
+		if keep[member] {
+			r.keepWork(ctx, member, &works[i])
+			continue
+		}
+		wait, err := r.removeWork(ctx, &works[i], removalTrigger(s.binding, member, false))
+		if err != nil {
+			return false, err
+		}
+		if wait > 0 {
+			s.paced = append(s.paced, member)
+			s.requeue = minPositive(s.requeue, wait)
 		}
 	}
 	return true, nil
@@ -707,6 +738,9 @@ func renderedCondition(s *rendering) metav1.Condition {
 	}
 	for _, u := range s.unknownMembers {
 		c.Message += "; " + u
+	}
+	if len(s.paced) > 0 {
+		c.Message += "; " + pacedNote(s.paced)
 	}
 	return c
 }

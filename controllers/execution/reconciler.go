@@ -272,7 +272,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 		before := work.DeepCopy()
-		if err := r.abandon(ctx, work, member, unanswered(work, member, "its agent's Lease expired")); err != nil {
+		if err := r.abandon(ctx, work, member, clusterv1alpha1.ObjectsLeftBehindReason, unanswered(work, member, "its agent's Lease expired")); err != nil {
 			return ctrl.Result{}, err
 		}
 		// The agent may have come back meanwhile: never overwrite its write.
@@ -308,7 +308,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if r.Health != nil {
 		if err := r.Health.Check(memberName); err != nil {
 			if !work.DeletionTimestamp.IsZero() && r.withdrawWait(work) <= 0 {
-				return ctrl.Result{}, r.abandon(ctx, work, member, unanswered(work, member, err.Error()))
+				return ctrl.Result{}, r.abandon(ctx, work, member, clusterv1alpha1.ObjectsLeftBehindReason, unanswered(work, member, err.Error()))
 			}
 			return r.unreachable(work, err), nil
 		}
@@ -322,7 +322,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	if !work.DeletionTimestamp.IsZero() {
 		if applier.KeepsWhatRuns(member) {
-			return ctrl.Result{}, r.abandon(ctx, work, member, fmt.Sprintf(
+			return ctrl.Result{}, r.abandon(ctx, work, member, clusterv1alpha1.ObjectsKeptReason, fmt.Sprintf(
 				"Work %s was deleted while member %s leaves the fleet (its Cluster no longer opts in): its objects stay there",
 				work.Name, member.Name))
 		}
@@ -330,7 +330,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		if err != nil && r.Health != nil {
 			if herr := r.Health.Check(memberName); herr != nil {
 				if r.withdrawWait(work) <= 0 {
-					return ctrl.Result{}, r.abandon(ctx, work, member, unanswered(work, member, herr.Error()))
+					return ctrl.Result{}, r.abandon(ctx, work, member, clusterv1alpha1.ObjectsLeftBehindReason, unanswered(work, member, herr.Error()))
 				}
 				return r.unreachable(work, herr), nil
 			}
@@ -369,7 +369,7 @@ func unanswered(work *workv1alpha1.Work, member *clusterv1alpha1.MemberCluster, 
 // member (which did not answer, or leaves the fleet keeping what runs
 // there), and says what remains there: an event on the Work and the member
 // and the member's ObjectsLeftBehind condition.
-func (r *Reconciler) abandon(ctx context.Context, work *workv1alpha1.Work, member *clusterv1alpha1.MemberCluster, why string) error {
+func (r *Reconciler) abandon(ctx context.Context, work *workv1alpha1.Work, member *clusterv1alpha1.MemberCluster, reason, why string) error {
 	left := applier.Abandon(work)
 	if len(left) == 0 {
 		return nil
@@ -382,7 +382,7 @@ func (r *Reconciler) abandon(ctx context.Context, work *workv1alpha1.Work, membe
 		return err
 	}
 	conditions.Set(member, metav1.Condition{Type: clusterv1alpha1.ConditionObjectsLeftBehind, Status: metav1.ConditionTrue,
-		Reason: clusterv1alpha1.ObjectsLeftBehindReason, Message: truncate(msg, 2048)})
+		Reason: reason, Message: truncate(msg, 2048)})
 	if err := helper.Patch(ctx, member, patch.WithOwnedConditions{Conditions: []string{clusterv1alpha1.ConditionObjectsLeftBehind}}); err != nil {
 		return fmt.Errorf("report on MemberCluster %s what Work %s left behind: %w", member.Name, work.Name, err)
 	}

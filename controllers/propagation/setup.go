@@ -27,6 +27,7 @@ import (
 	quotacontroller "github.com/flotilla-io/flotilla/controllers/quota"
 	"github.com/flotilla-io/flotilla/controllers/status"
 	"github.com/flotilla-io/flotilla/internal/quota/tracker"
+	"github.com/flotilla-io/flotilla/internal/removal"
 )
 
 // Options configure the pipeline.
@@ -56,6 +57,9 @@ type Options struct {
 	// and charges each ResourceBinding's rendered Works with (the one the
 	// scheduler asks), retrying refused bindings when quota frees.
 	Quota *tracker.Tracker
+	// Removals paces the removal of Works' objects from each member; nil
+	// removes at once.
+	Removals *removal.Limiter
 }
 
 // DefaultConcurrency: applying to members waits on their API servers, so
@@ -83,7 +87,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if err := d.SetupWithManager(ctx, mgr, controller.TypedOptions[detector.TemplateKey]{MaxConcurrentReconciles: opts.Concurrency}); err != nil {
 		return fmt.Errorf("detector: %w", err)
 	}
-	br := &binding.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-binding")}
+	br := &binding.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-binding"), Removals: opts.Removals}
 	if opts.Quota != nil {
 		br.Quota = opts.Quota
 		br.QuotaWakeups = []source.TypedSource[reconcile.Request]{quotacontroller.NewRenderRetry(c, opts.Quota)}

@@ -30,8 +30,17 @@ const (
 	// the message names them. Informational; it stays until the member is
 	// removed or the condition is deleted by an operator who cleaned them.
 	ConditionObjectsLeftBehind = "ObjectsLeftBehind"
-	// ObjectsLeftBehindReason is ConditionObjectsLeftBehind's reason.
+	// ObjectsLeftBehindReason is ConditionObjectsLeftBehind's reason when
+	// the member did not answer; ObjectsKeptReason when its Cluster opted
+	// out of the fleet and keeps what runs in it.
 	ObjectsLeftBehindReason = "WithdrawTimedOut"
+	ObjectsKeptReason       = "ClusterOptedOut"
+	// ConditionRemovalsPaced is True while Works whose objects are to leave
+	// the member wait because more than a share of its Works would go at
+	// once; the message says the pace and what asked for the removals.
+	ConditionRemovalsPaced = "RemovalsPaced"
+	// RemovalsNotPacedReason: nothing waits any more.
+	RemovalsNotPacedReason = "NotPaced"
 	// ConditionControlPlaneAvailable mirrors CAPI's ControlPlaneAvailable.
 	ConditionControlPlaneAvailable = "ControlPlaneAvailable"
 	// ConditionWorkersAvailable is False when healthy worker Machines fall

@@ -35,6 +35,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/memberclient"
 	"github.com/flotilla-io/flotilla/controllers/propagation"
+	"github.com/flotilla-io/flotilla/internal/removal"
 	"github.com/flotilla-io/flotilla/test/testenv"
 )
 
@@ -61,6 +62,10 @@ const (
 	memberTimeout   = 2 * time.Second
 	withdrawTimeout = 4 * time.Second
 )
+
+// removals paces Work removals per member: a share of 1/4, at least 4, per
+// 5 s window, so that a test removing a few Works is not slowed.
+var removals = &removal.Limiter{Share: 0.25, Burst: 4, Window: 5 * time.Second}
 
 // staticMembers is MemberClients over the members' admin clients: the hub's
 // scoped identity is enrolment's business, not the pipeline's.
@@ -266,6 +271,7 @@ func startManager(ctx context.Context) error {
 		MemberHealth:    health,
 		MemberTimeout:   memberTimeout,
 		WithdrawTimeout: withdrawTimeout,
+		Removals:        removals,
 	})
 	if err != nil {
 		return err

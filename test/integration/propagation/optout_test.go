@@ -82,7 +82,7 @@ spec:
 		if err := hub.Client.Get(ctx(), client.ObjectKey{Name: member2}, mc); err != nil {
 			return err
 		}
-		return hasCondition(mc, clusterv1alpha1.ConditionObjectsLeftBehind, metav1.ConditionTrue, clusterv1alpha1.ObjectsLeftBehindReason,
+		return hasCondition(mc, clusterv1alpha1.ConditionObjectsLeftBehind, metav1.ConditionTrue, clusterv1alpha1.ObjectsKeptReason,
 			"leaves the fleet (its Cluster no longer opts in): its objects stay there: ConfigMap optout/settings")
 	})
 	eventually(t, "a LeftInMember event on member2", func() error {

@@ -1,0 +1,157 @@
+package binding
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"sigs.k8s.io/cluster-api/util/conditions"
+	"sigs.k8s.io/cluster-api/util/patch"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/applier"
+)
+
+// RemovalsPacedReason is the event reason and the RemovalsPaced condition's
+// reason while a member's Work removals wait their turn.
+const RemovalsPacedReason = "MassRemoval"
+
+// removeWork deletes a Work whose objects are to leave its member, unless
+// the member's removal pace (Removals) is used up: then the Work stays, the
+// member says why, and the caller asks again after the returned wait.
+// trigger says what asked for the removal.
+func (r *Reconciler) removeWork(ctx context.Context, w *workv1alpha1.Work, trigger string) (time.Duration, error) {
+	if !w.DeletionTimestamp.IsZero() {
+		return 0, nil
+	}
+	memberName := w.Labels[clusterv1alpha1.MemberLabel]
+	if r.Removals == nil || memberName == "" || ptrTrue(w.Spec.PreserveResourcesOnDeletion) {
+		return 0, r.deleteWork(ctx, w)
+	}
+	member := &clusterv1alpha1.MemberCluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: memberName}, member); err != nil {
+		if apierrors.IsNotFound(err) {
+			return 0, r.deleteWork(ctx, w) // nothing of it left to remove objects from
+		}
+		return 0, fmt.Errorf("read MemberCluster %s: %w", memberName, err)
+	}
+	if applier.KeepsWhatRuns(member) {
+		return 0, r.deleteWork(ctx, w) // its objects stay in the member
+	}
+	if evicting(member) {
+		// A NoExecute taint moves workloads off the member at the eviction
+		// rate (controllers/eviction): pacing them again would only slow a
+		// drain down.
+		return 0, r.deleteWork(ctx, w)
+	}
+	live, err := r.liveWorks(ctx, memberName)
+	if err != nil {
+		return 0, err
+	}
+	key := w.Namespace + "/" + w.Name
+	d := r.Removals.Take(memberName, key, trigger, live, time.Now())
+	if !d.Allowed {
+		if d.Started {
+			r.reportPacing(ctx, member, d.Limit, trigger)
+		}
+		return d.RetryAfter, nil
+	}
+	if err := r.deleteWork(ctx, w); err != nil {
+		return 0, err
+	}
+	if d.Ended {
+		r.reportPaced(ctx, member)
+	}
+	return 0, nil
+}
+
+// keepWork drops a Work wanted again from its member's removal queue.
+func (r *Reconciler) keepWork(ctx context.Context, memberName string, w *workv1alpha1.Work) {
+	if r.Removals == nil || !r.Removals.Forget(memberName, w.Namespace+"/"+w.Name) {
+		return
+	}
+	member := &clusterv1alpha1.MemberCluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: memberName}, member); err == nil {
+		r.reportPaced(ctx, member)
+	}
+}
+
+func evicting(m *clusterv1alpha1.MemberCluster) bool {
+	for _, t := range m.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
+}
+
+// liveWorks counts the member's Works that are not being deleted.
+func (r *Reconciler) liveWorks(ctx context.Context, member string) (int, error) {
+	works := &workv1alpha1.WorkList{}
+	if err := r.Client.List(ctx, works, client.InNamespace(clusterv1alpha1.ExecutionNamespace(member))); err != nil {
+		return 0, fmt.Errorf("list the Works of member %s: %w", member, err)
+	}
+	n := 0
+	for i := range works.Items {
+		if works.Items[i].DeletionTimestamp.IsZero() {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// reportPacing says, on the member, that its removals now wait and what
+// asked for them. Best effort: pacing goes on whether or not it is told.
+func (r *Reconciler) reportPacing(ctx context.Context, member *clusterv1alpha1.MemberCluster, limit int, trigger string) {
+	msg := fmt.Sprintf("removing Flotilla-managed objects from member %s is paced: at most %d Works per %s (%.0f%% of its Works, at least %d); the first to wait was asked for by %s",
+		member.Name, limit, r.Removals.Window, 100*r.Removals.Share, r.Removals.Burst, trigger)
+	r.Recorder.Eventf(member, nil, corev1.EventTypeWarning, RemovalsPacedReason, "Remove", "%s", msg)
+	r.setPacedCondition(ctx, member, metav1.Condition{Type: clusterv1alpha1.ConditionRemovalsPaced, Status: metav1.ConditionTrue,
+		Reason: RemovalsPacedReason, Message: msg})
+}
+
+// reportPaced clears the member's RemovalsPaced condition once nothing waits.
+func (r *Reconciler) reportPaced(ctx context.Context, member *clusterv1alpha1.MemberCluster) {
+	r.setPacedCondition(ctx, member, metav1.Condition{Type: clusterv1alpha1.ConditionRemovalsPaced, Status: metav1.ConditionFalse,
+		Reason: clusterv1alpha1.RemovalsNotPacedReason, Message: "no removal of Works waits"})
+}
+
+func (r *Reconciler) setPacedCondition(ctx context.Context, member *clusterv1alpha1.MemberCluster, c metav1.Condition) {
+	helper, err := patch.NewHelper(member, r.Client)
+	if err == nil {
+		conditions.Set(member, c)
+		err = helper.Patch(ctx, member, patch.WithOwnedConditions{Conditions: []string{clusterv1alpha1.ConditionRemovalsPaced}})
+	}
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Could not write the RemovalsPaced condition", "member", member.Name)
+	}
+}
+
+// removalTrigger names what asks for a binding's Works to go, for reports.
+func removalTrigger(b workv1alpha1.Binding, member string, deleting bool) string {
+	res := b.BindingSpec().Resource
+	kind := KindResourceBinding
+	if b.GetNamespace() == "" {
+		kind = KindClusterResourceBinding
+	}
+	name := kind + " " + objectName(b.GetNamespace(), b.GetName())
+	if deleting {
+		return fmt.Sprintf("%s being deleted (%s %s deleted on the hub)", name, res.Kind, objectName(res.Namespace, res.Name))
+	}
+	return fmt.Sprintf("%s no longer placing on %s", name, member)
+}
+
+// pacedNote is the Rendered message's note on removals that wait.
+func pacedNote(members []string) string {
+	return "removal from " + strings.Join(members, ", ") + " waits: the member's removals are paced (see its RemovalsPaced condition)"
+}
+
+func ptrTrue(b *bool) bool { return b != nil && *b }

@@ -1,0 +1,96 @@
+package propagation_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/binding"
+)
+
+// TestAMassRemovalIsPacedAndReported: deleting many templates at once
+// removes their objects from a member no faster than the member's removal
+// pace; the member says so, naming what asked for the removals, and says
+// when nothing waits any more.
+func TestAMassRemovalIsPacedAndReported(t *testing.T) {
+	const ns, n = "mass", 24
+	namespace(t, ns, true)
+	var manifests strings.Builder
+	manifests.WriteString(`apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: all, namespace: mass}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {app: mass}}}]
+`)
+	for i := range n {
+		fmt.Fprintf(&manifests, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%02d, namespace: mass, labels: {app: mass}}\ndata: {i: \"%d\"}\n", i, i)
+	}
+	createYAML(t, manifests.String())
+	for i := range n {
+		bindAndSchedule(t, ns, fmt.Sprintf("cm-%02d", i), "ConfigMap", placement(member1, 0))
+	}
+	inMember1 := func() (int, error) {
+		list := &corev1.ConfigMapList{}
+		if err := members[member1].List(ctx(), list, client.InNamespace(ns), client.MatchingLabels{"app": "mass"}); err != nil {
+			return 0, err
+		}
+		return len(list.Items), nil
+	}
+	eventually(t, "every ConfigMap in member1", func() error {
+		if got, err := inMember1(); err != nil || got != n {
+			return fmt.Errorf("%d of %d (%v)", got, n, err)
+		}
+		return nil
+	})
+
+	// Everything that came before in the suite has left its window.
+	time.Sleep(removals.Window)
+	start := time.Now()
+	if err := hub.Client.DeleteAllOf(ctx(), &corev1.ConfigMap{}, client.InNamespace(ns), client.MatchingLabels{"app": "mass"}); err != nil {
+		t.Fatal(err)
+	}
+	member := func() (*clusterv1alpha1.MemberCluster, error) {
+		mc := &clusterv1alpha1.MemberCluster{}
+		return mc, hub.Client.Get(ctx(), client.ObjectKey{Name: member1}, mc)
+	}
+	eventually(t, "member1 says its removals are paced and why", func() error {
+		mc, err := member()
+		if err != nil {
+			return err
+		}
+		return hasCondition(mc, clusterv1alpha1.ConditionRemovalsPaced, metav1.ConditionTrue, binding.RemovalsPacedReason,
+			"being deleted (ConfigMap mass/cm-")
+	})
+	eventually(t, "a MassRemoval event on member1", func() error {
+		return eventOn("", member1, binding.RemovalsPacedReason, "is paced: at most")
+	})
+	// A few windows: longer than the suite's usual wait.
+	for deadline := time.Now().Add(12 * removals.Window); ; time.Sleep(100 * time.Millisecond) {
+		got, err := inMember1()
+		if err == nil && got == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d ConfigMaps still in member1 after %s (%v)", got, time.Since(start), err)
+		}
+	}
+	// The first window allows fewer than n: removing them all spans at
+	// least one more.
+	if took := time.Since(start); took < removals.Window {
+		t.Errorf("all %d removed in %s, within one window of %s", n, took, removals.Window)
+	}
+	t.Logf("MEASURE %d removals from one member paced at a share of %.2f per %s: %s", n, removals.Share, removals.Window, time.Since(start).Round(100*time.Millisecond))
+	eventually(t, "member1 says nothing waits any more", func() error {
+		mc, err := member()
+		if err != nil {
+			return err
+		}
+		return hasCondition(mc, clusterv1alpha1.ConditionRemovalsPaced, metav1.ConditionFalse, clusterv1alpha1.RemovalsNotPacedReason, "")
+	})
+}
