@@ -340,6 +340,91 @@ var _ = Describe("Failover", Ordered, func() {
 			untainted.Round(100*time.Millisecond), time.Since(restarted).Round(100*time.Millisecond)))
 	}, SpecTimeout(15*time.Minute))
 
+	It("evicts nothing while every member's apiserver is unreachable for longer than the grace period, and keeps every placement and Pod after recovery", Label(slowLabel), func(ctx SpecContext) {
+		federatedNamespace(ctx, "partition")
+		Expect(theFleet.Apply(ctx, []byte(failoverWorkload("partition", "fleet-web", 6, 2, 1, "{cluster: {purgeMode: Gracefully, failback: true}}", "")))).To(Succeed())
+		placement, err := theFleet.WaitWorkloadReady(ctx, "partition", "Deployment", "fleet-web", 3*timeUnit)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(placement).To(Equal("fo1:4 fo2:2"))
+		podUIDs := func(m *fleet.Member) []string {
+			pods := &corev1.PodList{}
+			Expect(m.Client.List(ctx, pods, client.InNamespace("partition"))).To(Succeed())
+			var uids []string
+			for _, p := range pods.Items {
+				uids = append(uids, string(p.UID))
+			}
+			return uids
+		}
+		before := map[string][]string{"fo1": podUIDs(fo1), "fo2": podUIDs(fo2)}
+		Expect(before["fo1"]).To(HaveLen(4))
+		Expect(before["fo2"]).To(HaveLen(2))
+
+		By("stopping every member's apiserver")
+		all := theFleet.Members()
+		stopped := time.Now()
+		for _, m := range all {
+			Expect(m.StopAPIServer()).To(Succeed())
+		}
+		restarted := false
+		restartAll := func(ctx context.Context) {
+			for _, m := range all {
+				Expect(m.StartAPIServer(ctx)).To(Succeed(), "restart %s", m.Name())
+			}
+			restarted = true
+		}
+		DeferCleanup(func(ctx SpecContext) {
+			if !restarted {
+				restartAll(ctx)
+			}
+		})
+		// Every member tainted NoSchedule, then a grace period and more:
+		// long enough for any NoExecute taint to have evicted.
+		var lastTainted time.Time
+		for _, m := range all {
+			eventually(ctx, func() bool {
+				return memberTaint(ctx, m, clusterv1alpha1.TaintUnreachable, corev1.TaintEffectNoSchedule) != nil ||
+					memberTaint(ctx, m, clusterv1alpha1.TaintNotReady, corev1.TaintEffectNoSchedule) != nil
+			}).WithTimeout(3*timeUnit).Should(BeTrue(), "%s tainted NoSchedule", m.Name())
+		}
+		lastTainted = time.Now()
+		By("holding the outage for the grace period and 20 s more")
+		Consistently(ctx, func(g Gomega) {
+			b := deploymentBinding(ctx, "partition", "fleet-web")
+			g.Expect(b).NotTo(BeNil())
+			g.Expect(placementOf(ctx, "partition", "fleet-web")).To(Equal("fo1:4 fo2:2"), "a binding lost a member during the outage")
+			g.Expect(b.Spec.GracefulEvictionTasks).To(BeEmpty(), "an eviction began during the outage")
+			for _, m := range []string{"fo1", "fo2"} {
+				works := &workv1alpha1.WorkList{}
+				g.Expect(theFleet.Hub.Client.List(ctx, works, client.InNamespace(clusterv1alpha1.ExecutionNamespace(m)))).To(Succeed())
+				g.Expect(works.Items).NotTo(BeEmpty(), "%s's Works", m)
+				for _, w := range works.Items {
+					g.Expect(w.DeletionTimestamp.IsZero()).To(BeTrue(), "Work %s/%s deleted during the outage", w.Namespace, w.Name)
+				}
+			}
+		}).WithTimeout(failoverGrace + 20*time.Second).WithPolling(2 * time.Second).Should(Succeed())
+		AddReportEntry("full disruption", fmt.Sprintf("%d members down for %s, the last tainted NoSchedule %s after the stop; no eviction",
+			len(all), time.Since(stopped).Round(time.Second), lastTainted.Sub(stopped).Round(time.Second)))
+
+		By("restarting every apiserver: untainted, the same placement, the same Pods")
+		restartAll(ctx)
+		back := time.Now()
+		for _, m := range all {
+			eventually(ctx, func() []corev1.Taint {
+				mc, _ := memberOf(ctx, m)
+				if mc == nil {
+					return []corev1.Taint{{Key: "no member"}}
+				}
+				return mc.Spec.Taints
+			}).WithTimeout(4*timeUnit).Should(BeEmpty(), "%s untainted", m.Name())
+		}
+		_, err = theFleet.WaitWorkloadReady(ctx, "partition", "Deployment", "fleet-web", 3*timeUnit)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(placementOf(ctx, "partition", "fleet-web")).To(Equal("fo1:4 fo2:2"))
+		Expect(podUIDs(fo1)).To(ConsistOf(before["fo1"]), "fo1's Pods were replaced")
+		Expect(podUIDs(fo2)).To(ConsistOf(before["fo2"]), "fo2's Pods were replaced")
+		AddReportEntry("recovery from full disruption", fmt.Sprintf("apiservers restarted → every member untainted and fleet-web Ready as before in %s", time.Since(back).Round(time.Second)))
+	}, SpecTimeout(15*time.Minute))
+
 	It("evicts on a manual NoExecute taint: Gracefully deletes the old copy after the new one is Ready, Directly before placing it, and a 60 s toleration waits 60 s", Label(slowLabel), func(ctx SpecContext) {
 		federatedNamespace(ctx, "failover-purge")
 		Expect(theFleet.Apply(ctx, []byte(

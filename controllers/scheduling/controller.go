@@ -43,7 +43,12 @@ type Reconciler struct {
 	Wakeups []source.TypedSource[reconcile.Request]
 
 	snapshots *snapshots
+	written   writtenGenerations
 }
+
+// staleCacheRetry backs up the watch event a decision waits for when the
+// cache has not seen the binding's last placement write yet.
+const staleCacheRetry = time.Second
 
 // +kubebuilder:rbac:groups=work.flotilla.io,resources=resourcebindings;clusterresourcebindings,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=work.flotilla.io,resources=resourcebindings/status;clusterresourcebindings/status,verbs=get;update;patch
@@ -135,12 +140,17 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request, b wor
 	if err := r.Client.Get(ctx, req.NamespacedName, b.(client.Object)); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			r.Scheduler.Forget(keyOf(req))
+			r.written.forget(keyOf(req))
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !b.GetDeletionTimestamp().IsZero() {
 		r.Scheduler.Forget(bindingKey(b))
+		r.written.forget(bindingKey(b))
 		return reconcile.Result{}, nil
+	}
+	if r.written.stale(bindingKey(b), b.GetUID(), b.GetGeneration()) {
+		return reconcile.Result{RequeueAfter: staleCacheRetry}, nil
 	}
 	if s := b.BindingSpec().Suspension; s != nil && s.Scheduling != nil && *s.Scheduling {
 		return reconcile.Result{}, nil
@@ -152,12 +162,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request, b wor
 		return reconcile.Result{}, nil
 	}
 
-	helper, err := patch.NewHelper(b.(client.Object), r.Client)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
+	original := b.(client.Object).DeepCopyObject().(client.Object)
 	defer func() {
-		if err := helper.Patch(ctx, b.(client.Object), patch.WithOwnedConditions{Conditions: []string{workv1alpha1.ConditionScheduled}}); err != nil {
+		if err := r.write(ctx, original, b); err != nil {
 			reterr = fmt.Errorf("write placement of %s: %w", bindingKey(b), err)
 		}
 	}()
@@ -174,6 +181,30 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request, b wor
 		metrics.QuotaRefusals.WithLabelValues(b.GetNamespace()).Inc()
 	}
 	return result, nil
+}
+
+// write records a decision: a new placement (spec.clusters) with an
+// optimistic lock, so that a decision made on a binding someone changed
+// meanwhile is made again rather than written over the change; then the
+// status and the Scheduled condition.
+func (r *Reconciler) write(ctx context.Context, original client.Object, b workv1alpha1.Binding) error {
+	obj := b.(client.Object)
+	decided := b.BindingStatus().DeepCopy()
+	if !equality.Semantic.DeepEqual(original.(workv1alpha1.Binding).BindingSpec().Clusters, b.BindingSpec().Clusters) {
+		if err := r.Client.Patch(ctx, obj, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+		r.written.record(bindingKey(b), obj.GetUID(), obj.GetGeneration())
+		// The patch answered with the stored status: that is what the
+		// status patch starts from.
+		original = obj.DeepCopyObject().(client.Object)
+		*b.BindingStatus() = *decided
+	}
+	helper, err := patch.NewHelper(original, r.Client)
+	if err != nil {
+		return err
+	}
+	return helper.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: []string{workv1alpha1.ConditionScheduled}})
 }
 
 // schedule runs one decision and records it on the binding.
