@@ -40,8 +40,8 @@ import (
 	quotacontroller "github.com/flotilla-io/flotilla/controllers/quota"
 	"github.com/flotilla-io/flotilla/controllers/scheduling"
 	"github.com/flotilla-io/flotilla/internal/quota/tracker"
-	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/removal"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/scheduler/assumed"
 	"github.com/flotilla-io/flotilla/webhooks"
 )
@@ -216,7 +216,7 @@ func run(opts *options) error {
 		// A leader that stops cleanly hands over at once instead of after
 		// a lease duration: main returns when the manager stops.
 		LeaderElectionReleaseOnCancel: true,
-		WebhookServer:           webhook.NewServer(webhook.Options{Port: opts.webhookPort, CertDir: opts.webhookCertDir}),
+		WebhookServer:                 webhook.NewServer(webhook.Options{Port: opts.webhookPort, CertDir: opts.webhookCertDir}),
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
