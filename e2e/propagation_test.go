@@ -138,7 +138,10 @@ var _ = Describe("Propagation", func() {
 		eventually(ctx, readyReplicas(ctx, m2, "lab", "fleet-web")).WithTimeout(2 * timeUnit).Should(Equal("6/6"))
 		Expect(readyReplicas(ctx, m3, "lab", "fleet-web")()).To(Equal("absent"))
 		for _, m := range []*fleet.Member{m1, m2} {
-			Expect(m.Client.Get(ctx, client.ObjectKey{Namespace: "lab", Name: "fleet-web"}, &corev1.Service{})).To(Succeed())
+			// The Service is its own binding and Work: it arrives on its own time.
+			eventually(ctx, func() error {
+				return m.Client.Get(ctx, client.ObjectKey{Namespace: "lab", Name: "fleet-web"}, &corev1.Service{})
+			}).WithTimeout(timeUnit).Should(Succeed(), "Service fleet-web in %s", m.Name())
 		}
 
 		By("Divided 2:1: 4 + 2")

@@ -114,7 +114,10 @@ var _ = Describe("Pull mode", Ordered, func() {
 		eventually(ctx, readyReplicas(ctx, edge, "pull-lab", "fleet-web")).WithTimeout(2 * timeUnit).Should(Equal("2/2"))
 		eventually(ctx, envValue(ctx, edge, "pull-lab", "fleet-web")).WithTimeout(timeUnit).Should(Equal("secondary"))
 		Expect(envValue(ctx, m1, "pull-lab", "fleet-web")()).To(Equal("shared"))
-		Expect(edge.Client.Get(ctx, client.ObjectKey{Namespace: "pull-lab", Name: "fleet-web"}, &corev1.Service{})).To(Succeed())
+		// The Service is its own binding and Work: it arrives on its own time.
+		eventually(ctx, func() error {
+			return edge.Client.Get(ctx, client.ObjectKey{Namespace: "pull-lab", Name: "fleet-web"}, &corev1.Service{})
+		}).WithTimeout(timeUnit).Should(Succeed(), "Service fleet-web in edge")
 
 		By("the binding carries the Pull member's status, as reported by its agent")
 		placement, err := theFleet.WaitWorkloadReady(ctx, "pull-lab", "Deployment", "fleet-web", timeUnit)
