@@ -77,12 +77,42 @@ fi
 # kwok refuses to start without stages: the fast node and pod stages shipped in
 # the kwok module, gathered into one config file.
 stages=$BIN/kwok-stages.yaml
-if [[ ! -s $stages || $BIN/.stamp-kwok -nt $stages ]]; then
+if [[ ! -s $stages || $BIN/.stamp-kwok -nt $stages || $ROOT/hack/build-test-bins.sh -nt $stages ]]; then
   kwokdir=$(cd "$ROOT/hack/tools/kwok" && go list -mod=mod -m -f '{{.Dir}}' sigs.k8s.io/kwok)
   : > "$stages.tmp"
   for f in "$kwokdir"/kustomize/stage/node/fast/node-initialize.yaml "$kwokdir"/kustomize/stage/pod/fast/pod-*.yaml; do
     echo "---" >> "$stages.tmp"; cat "$f" >> "$stages.tmp"
   done
+  # What a kubelet does and kwok's stages do not: a running Pod that the
+  # node lifecycle controller marked not Ready while its node was unknown
+  # (the member's apiserver was down) is Ready again once the node is back.
+  cat >> "$stages.tmp" <<'STAGE'
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: flotilla-pod-ready-again
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values: ['Running']
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: 'NotIn'
+      values: ['True']
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      - {lastTransitionTime: {{ $now | Quote }}, status: "True", type: Ready}
+      - {lastTransitionTime: {{ $now | Quote }}, status: "True", type: ContainersReady}
+STAGE
   mv "$stages.tmp" "$stages"
   echo "test-bins: wrote kwok-stages.yaml"
 fi
