@@ -243,7 +243,7 @@ func (f *Fleet) Processes() map[string]int {
 		}
 	}
 	if f.Hub != nil {
-		add("hub", f.Hub.cp.etcd, f.Hub.cp.apiserver, f.Hub.kcm, f.Hub.capi, f.Hub.flotilla)
+		add("hub", f.Hub.cp.etcd, f.Hub.cp.apiserver, f.Hub.kcm, f.Hub.capi, f.Hub.flotilla, f.Hub.standby)
 	}
 	for _, m := range f.Members() {
 		add(m.Name(), m.cp.etcd, m.cp.apiserver, m.kcm, m.sched, m.kwok)

@@ -7,10 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
@@ -31,6 +35,11 @@ type Hub struct {
 	kcm      *process
 	capi     *process
 	flotilla *process
+	// standby is the second flotilla-manager of an HA pair (StartHA).
+	standby *process
+	// managerOpts is how flotilla-manager was started, for StartHA and
+	// StopHA.
+	managerOpts Options
 
 	providerCancel context.CancelFunc
 	providerDone   chan struct{}
@@ -202,31 +211,139 @@ func (h *Hub) startProvider(members provider.Members) error {
 // startFlotilla runs flotilla-manager as its own process with the flags a
 // user gives it, and registers its webhooks with the hub at its loopback port.
 func (h *Hub) startFlotilla(ctx context.Context, opts Options) error {
-	certDir := filepath.Join(h.cp.dir, "flotilla-webhook-certs")
-	if err := writeServingCert(certDir); err != nil {
-		return err
-	}
-	ports, err := freePorts(3)
+	h.managerOpts = opts
+	p, webhookPort, err := h.startManager(ctx, "flotilla-manager", opts.Manager.Args)
 	if err != nil {
 		return err
 	}
+	h.flotilla = p
+	return h.registerWebhooks(ctx, opts, h.webhookCertDir(), webhookPort)
+}
+
+func (h *Hub) webhookCertDir() string { return filepath.Join(h.cp.dir, "flotilla-webhook-certs") }
+
+// startManager runs one flotilla-manager process with args on free loopback
+// ports and waits for it to be ready; it returns its webhook port.
+func (h *Hub) startManager(ctx context.Context, name string, args []string) (*process, int, error) {
+	certDir := h.webhookCertDir()
+	if _, err := os.Stat(filepath.Join(certDir, "tls.crt")); err != nil {
+		if err := writeServingCert(certDir); err != nil {
+			return nil, 0, err
+		}
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, 0, err
+	}
 	healthAddr := "127.0.0.1:" + strconv.Itoa(ports[1])
-	args := append([]string{
+	args = append([]string{
 		"--kubeconfig=" + h.cp.Kubeconfig,
 		"--webhook-port=" + strconv.Itoa(ports[0]),
 		"--webhook-cert-dir=" + certDir,
 		"--health-probe-bind-address=" + healthAddr,
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[2]),
-	}, opts.Manager.Args...)
+	}, args...)
 	h.metricsURL = "https://127.0.0.1:" + strconv.Itoa(ports[2]) + "/metrics"
-	h.flotilla = newProcess("flotilla-manager", opts.Manager.Binary, filepath.Join(h.cp.dir, "logs"), args...)
-	if err := h.flotilla.start(); err != nil {
+	p := newProcess(name, h.managerOpts.Manager.Binary, filepath.Join(h.cp.dir, "logs"), args...)
+	if err := p.start(); err != nil {
+		return nil, 0, err
+	}
+	if err := waitHTTPOK(ctx, name+" readiness", "http://"+healthAddr+"/readyz", time.Minute, p); err != nil {
+		return nil, 0, err
+	}
+	return p, ports[0], nil
+}
+
+// LeaseName is the leader election Lease of flotilla-manager, in
+// flotilla-system.
+const LeaseName = "flotilla-manager"
+
+// StartHA replaces the fleet's flotilla-manager with an HA pair as the
+// release runs it: two processes with leader election (Lease
+// flotilla-system/flotilla-manager, the given timings), started one after
+// the other so that the first one leads and the second waits as a standby.
+// extraArgs come last, so they override the fleet's manager flags. The
+// webhooks keep pointing at the first, as a Service would until its
+// endpoints change: write no object that a webhook checks after killing it.
+func (h *Hub) StartHA(ctx context.Context, leaseDuration, renewDeadline, retryPeriod time.Duration, extraArgs ...string) error {
+	if h.flotilla == nil {
+		return fmt.Errorf("the fleet runs no flotilla-manager")
+	}
+	if err := h.flotilla.stop(10 * time.Second); err != nil {
 		return err
 	}
-	if err := waitHTTPOK(ctx, "flotilla-manager readiness", "http://"+healthAddr+"/readyz", time.Minute, h.flotilla); err != nil {
+	var args []string
+	for _, a := range h.managerOpts.Manager.Args {
+		if !strings.HasPrefix(a, "--leader-elect") {
+			args = append(args, a)
+		}
+	}
+	args = append(args, "--leader-elect=true", "--leader-election-namespace=flotilla-system",
+		"--leader-elect-lease-duration="+leaseDuration.String(), "--leader-elect-renew-deadline="+renewDeadline.String(),
+		"--leader-elect-retry-period="+retryPeriod.String())
+	args = append(args, extraArgs...)
+	leader, webhookPort, err := h.startManager(ctx, "flotilla-manager-a", args)
+	if err != nil {
 		return err
 	}
-	return h.registerWebhooks(ctx, opts, certDir, ports[0])
+	h.flotilla = leader
+	if err := h.registerWebhooks(ctx, h.managerOpts, h.webhookCertDir(), webhookPort); err != nil {
+		return err
+	}
+	if err := h.waitLeader(ctx); err != nil {
+		return err
+	}
+	standby, _, err := h.startManager(ctx, "flotilla-manager-b", args)
+	if err != nil {
+		return err
+	}
+	h.standby = standby
+	return nil
+}
+
+// waitLeader waits until some manager holds the Lease.
+func (h *Hub) waitLeader(ctx context.Context) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		lease := &coordinationv1.Lease{}
+		err := h.Client.Get(ctx, client.ObjectKey{Namespace: "flotilla-system", Name: LeaseName}, lease)
+		if err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no flotilla-manager took the Lease flotilla-system/%s within a minute (last error %v)", LeaseName, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// KillLeader kills the leading manager of the HA pair with SIGKILL: it
+// neither releases its Lease nor finishes what it was doing.
+func (h *Hub) KillLeader() error {
+	if h.standby == nil {
+		return fmt.Errorf("the fleet runs no HA pair")
+	}
+	if err := h.flotilla.signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	return h.flotilla.stop(10 * time.Second) // reaps it
+}
+
+// StopHA stops the HA pair and starts the fleet's single flotilla-manager
+// again, its webhooks registered anew.
+func (h *Hub) StopHA(ctx context.Context) error {
+	if h.standby != nil {
+		_ = h.standby.stop(10 * time.Second)
+		h.standby = nil
+	}
+	if h.flotilla != nil {
+		_ = h.flotilla.stop(10 * time.Second)
+	}
+	return h.startFlotilla(ctx, h.managerOpts)
 }
 
 // registerWebhooks installs config/webhook with each webhook pointed at the
@@ -251,7 +368,16 @@ func (h *Hub) registerWebhooks(ctx context.Context, opts Options, certDir string
 			url := "https://127.0.0.1:" + strconv.Itoa(port) + path
 			vwc.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM}
 		}
-		if err := h.Client.Create(ctx, vwc); client.IgnoreAlreadyExists(err) != nil {
+		err := h.Client.Create(ctx, vwc)
+		if apierrors.IsAlreadyExists(err) {
+			// A manager started again listens elsewhere.
+			existing := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err = h.Client.Get(ctx, client.ObjectKey{Name: vwc.Name}, existing); err == nil {
+				existing.Webhooks = vwc.Webhooks
+				err = h.Client.Update(ctx, existing)
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("register webhooks: %w", err)
 		}
 	}
@@ -259,6 +385,9 @@ func (h *Hub) registerWebhooks(ctx context.Context, opts Options, certDir string
 }
 
 func (h *Hub) stop() {
+	if h.standby != nil {
+		_ = h.standby.stop(10 * time.Second)
+	}
 	if h.flotilla != nil {
 		_ = h.flotilla.stop(10 * time.Second)
 	}

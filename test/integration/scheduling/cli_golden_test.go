@@ -95,7 +95,11 @@ func TestGoldenExplainOfADividedPlacement(t *testing.T) {
 	member(t, "gold-a", "r7", "64", 1)
 	member(t, "gold-b", "r7", "64", 1)
 	b := binding(t, "gold-web", 3, staticWeights(map[string]int64{"gold-a": 2, "gold-b": 1}))
-	decidedOver(t, b, func(b *workv1alpha1.ResourceBinding) bool { return placement(b) == "gold-a:2,gold-b:1" }, "gold-a", "gold-b")
+	// The decision after the placement was written (its generation), the
+	// one that knows where the binding runs.
+	decidedOver(t, b, func(b *workv1alpha1.ResourceBinding) bool {
+		return placement(b) == "gold-a:2,gold-b:1" && b.Status.SchedulerObservedGeneration == b.Generation
+	}, "gold-a", "gold-b")
 	reportRunning(t, "gold-a", 2, "63800m")
 	reportRunning(t, "gold-b", 1, "63900m")
 	// What the status controller writes once members applied the Works.
