@@ -162,7 +162,11 @@ func TestStaticWeightsDivideAndMoveOffAnUntoleratedTaintOnlyWhenEvicted(t *testi
 	if err := env.Client.Patch(context.Background(), got, evict); err != nil {
 		t.Fatal(err)
 	}
-	got = waitFor(t, b, "placement sw-b:6", func(b *workv1alpha1.ResourceBinding) bool { return placement(b) == "sw-b:6" })
+	// The placement and the decision record are two writes: read the
+	// record of the decision of the current spec.
+	got = waitFor(t, b, "placement sw-b:6", func(b *workv1alpha1.ResourceBinding) bool {
+		return placement(b) == "sw-b:6" && b.Status.SchedulerObservedGeneration == b.Generation
+	})
 	if r := row(got); r == nil || r.FilteredBy == "" {
 		t.Errorf("sw-a's row should say what filtered it: %+v", r)
 	}
