@@ -60,6 +60,7 @@ type options struct {
 	leaderElect            bool
 	schedulerRetryInterval time.Duration
 	assumedCapacityGrace   time.Duration
+	assumedCapacityMaxHold time.Duration
 	leaderElectNamespace   string
 	leaseDuration          time.Duration
 	renewDeadline          time.Duration
@@ -81,6 +82,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks.")
 	fs.DurationVar(&o.schedulerRetryInterval, "scheduler-retry-interval", 30*time.Second, "How often a binding that could not be placed is tried again when nothing it watches changes.")
 	fs.DurationVar(&o.assumedCapacityGrace, "assumed-capacity-grace", 30*time.Second, "How long replicas just placed on a member keep counting against its capacity after its capacity model is newer than the placement (estimator lag).")
+	fs.DurationVar(&o.assumedCapacityMaxHold, "assumed-capacity-max-hold", 90*time.Second, "The longest replicas just placed on a member count against its capacity when its capacity model does not change (an estimator publishes an unchanged model only at its heartbeat); 0 waits for a newer model however long. At least --assumed-capacity-grace.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease; the manager's own namespace when empty.")
 	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a standby waits, from the leader's last renewal, before it takes the Lease over.")
@@ -188,6 +190,9 @@ func run(opts *options) error {
 		return fmt.Errorf("leader election needs 0 < --leader-elect-retry-period (%s) < --leader-elect-renew-deadline (%s) < --leader-elect-lease-duration (%s)",
 			opts.retryPeriod, opts.renewDeadline, opts.leaseDuration)
 	}
+	if opts.assumedCapacityMaxHold < 0 || (opts.assumedCapacityMaxHold > 0 && opts.assumedCapacityMaxHold < opts.assumedCapacityGrace) {
+		return fmt.Errorf("--assumed-capacity-max-hold must be 0 or at least --assumed-capacity-grace (%s), got %s", opts.assumedCapacityGrace, opts.assumedCapacityMaxHold)
+	}
 	if opts.memberApplyTimeout <= 0 {
 		return fmt.Errorf("--member-apply-timeout must be positive, got %s", opts.memberApplyTimeout)
 	}
@@ -244,7 +249,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 		return fmt.Errorf("set up enrolment: %w", err)
 	}
 	quotas := tracker.New(tracker.Options{})
-	sched := scheduler.New(scheduler.WithLedger(assumed.New(opts.assumedCapacityGrace)), scheduler.WithQuotaChecker(quotas))
+	sched := scheduler.New(scheduler.WithLedger(assumed.New(opts.assumedCapacityGrace).WithMaxHold(opts.assumedCapacityMaxHold, nil)), scheduler.WithQuotaChecker(quotas))
 	if err := (&scheduling.Reconciler{
 		Client: mgr.GetClient(), Scheduler: sched,
 		Recorder:      mgr.GetEventRecorder("flotilla-scheduler"),

@@ -32,6 +32,13 @@ import (
 // see: they only fill a cache of adjusted models.
 type Ledger struct {
 	grace time.Duration
+	// maxHold bounds an entry by the wall clock (0: no bound): a member
+	// whose model does not change publishes only at its estimator's
+	// heartbeat, and a hold whose Pods never show must not wait that long.
+	maxHold time.Duration
+	clock   func() time.Time
+	// at is the clock read once per call, under mu.
+	at time.Time
 
 	mu       sync.Mutex
 	members  map[string]*book
@@ -67,18 +74,58 @@ type book struct {
 	// when a member's model time moves forward, so pruning again at the
 	// same time would find nothing.
 	prunedAt time.Time
+	// cachedUntil is when the first entry counted in cached reaches
+	// maxHold (zero: never), after which cached is stale.
+	cachedUntil time.Time
 }
 
 // New returns an empty ledger. An entry counts until a model observed more
 // than grace after the assignment; grace covers the time a Work takes to
 // become Pods the estimator can see (0 trusts any newer model).
 func New(grace time.Duration) *Ledger {
-	return &Ledger{grace: grace, members: map[string]*book{}, bindings: map[string]map[string]struct{}{}}
+	return &Ledger{grace: grace, clock: time.Now, members: map[string]*book{}, bindings: map[string]map[string]struct{}{}}
+}
+
+// WithMaxHold bounds every entry to d after its assignment, whatever the
+// member's model says (0: no bound); clock is the wall clock (time.Now
+// when nil). It returns l.
+func (l *Ledger) WithMaxHold(d time.Duration, clock func() time.Time) *Ledger {
+	l.maxHold = d
+	if clock != nil {
+		l.clock = clock
+	}
+	return l
+}
+
+// tick reads the clock for one call; the caller holds l.mu.
+func (l *Ledger) tick() {
+	if l.maxHold > 0 {
+		l.at = l.clock()
+	}
 }
 
 // live says whether e still counts against a model observed at observed.
 func (l *Ledger) live(e *Entry, observed time.Time) bool {
+	if l.maxHold > 0 && !l.at.Before(e.AssumedAt.Add(l.maxHold)) {
+		return false
+	}
 	return !observed.After(e.AssumedAt.Add(l.grace))
+}
+
+// until is when e stops counting by the wall clock (zero: never).
+func (l *Ledger) until(e *Entry) time.Time {
+	if l.maxHold <= 0 {
+		return time.Time{}
+	}
+	return e.AssumedAt.Add(l.maxHold)
+}
+
+// earlier is the earlier of two bounds, zero meaning none.
+func earlier(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 // held is how many of e's replicas m has not seen yet.
@@ -107,6 +154,7 @@ func (l *Ledger) Adjusted(member string, base *capacity.Model, exclude string) (
 func (l *Ledger) AdjustAll(names []string, bases []*capacity.Model, exclude string, models []*capacity.Model, ownUnseen []int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.tick()
 	excluded := l.bindings[exclude]
 	for i, name := range names {
 		models[i], ownUnseen[i] = bases[i], 0
@@ -124,10 +172,11 @@ func (l *Ledger) AdjustAll(names []string, bases []*capacity.Model, exclude stri
 
 // adjust is base less b's live entries but exclude's; the caller holds l.mu.
 func (l *Ledger) adjust(b *book, member string, base *capacity.Model, exclude string, hasOwn bool) (*capacity.Model, int64) {
-	if !hasOwn && b.cachedBase == base {
+	if !hasOwn && b.cachedBase == base && (b.cachedUntil.IsZero() || l.at.Before(b.cachedUntil)) {
 		return b.cached, 0
 	}
 	model, own := base, int64(0)
+	var until time.Time
 	for i := range b.entries {
 		e := &b.entries[i]
 		n := l.held(e, base)
@@ -139,9 +188,10 @@ func (l *Ledger) adjust(b *book, member string, base *capacity.Model, exclude st
 			continue
 		}
 		model, _ = model.Place(e.Requirement, n)
+		until = earlier(until, l.until(e))
 	}
 	if !hasOwn {
-		b.cachedBase, b.cached = base, model
+		b.cachedBase, b.cached, b.cachedUntil = base, model, until
 	}
 	return model, own
 }
@@ -167,6 +217,7 @@ type Assignment struct {
 func (l *Ledger) Commit(binding, namespace string, req *capacity.Requirement, at time.Time, assignments []Assignment) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.tick()
 	// Detach the binding's member set and reuse it for the new one: a burst
 	// of decisions should not churn maps.
 	held := l.bindings[binding]
@@ -248,6 +299,7 @@ func (l *Ledger) Prune(names []string, models []*capacity.Model) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.tick()
 	for member := range l.members {
 		m, ok := current[member]
 		if !ok {
@@ -302,6 +354,7 @@ func (l *Ledger) append(member string, e Entry) {
 		// burst each add an entry and then read every member.
 		if n := l.held(&e, b.cachedBase); n > 0 {
 			b.cached, _ = b.cached.Place(e.Requirement, n)
+			b.cachedUntil = earlier(b.cachedUntil, l.until(&e))
 		}
 	}
 }
@@ -340,7 +393,7 @@ func (l *Ledger) removeEntries(binding, member string) {
 	}
 	clear(b.entries[len(kept):])
 	b.entries = kept
-	b.cachedBase, b.cached = nil, nil
+	b.cachedBase, b.cached, b.cachedUntil = nil, nil, time.Time{}
 }
 
 // prune drops entries of member that m has seen whole.
@@ -368,5 +421,5 @@ func (l *Ledger) prune(member string, m *capacity.Model) {
 	}
 	clear(b.entries[len(kept):])
 	b.entries = kept
-	b.cachedBase, b.cached = nil, nil
+	b.cachedBase, b.cached, b.cachedUntil = nil, nil, time.Time{}
 }

@@ -173,3 +173,30 @@ func TestLedgerIsSafeForConcurrentUse(t *testing.T) {
 		t.Errorf("fit %d with %d pending, want %d", fit, pending, max(0, 10-pending))
 	}
 }
+
+// A hold whose Pods never show ends maxHold after the assignment even when
+// the member's model never changes (its estimator publishes only on change
+// or at its heartbeat); the cached adjusted model goes stale with it.
+func TestMaxHoldEndsAHoldWhenTheModelDoesNotChange(t *testing.T) {
+	now := t0.Add(time.Minute)
+	l := New(30*time.Second).WithMaxHold(90*time.Second, func() time.Time { return now })
+	base := tenCPUs(0) // never republished
+	commit(l, "b1", time.Minute, base, 4, 0)
+	if fit, _ := fitFor(l, base, "other"); fit != 6 {
+		t.Fatalf("fit at the assignment = %d, want 6", fit)
+	}
+	now = t0.Add(time.Minute + 89*time.Second)
+	if fit, _ := fitFor(l, base, "other"); fit != 6 {
+		t.Fatalf("fit just before maxHold = %d, want 6", fit)
+	}
+	now = t0.Add(time.Minute + 90*time.Second)
+	if fit, _ := fitFor(l, base, "other"); fit != 10 {
+		t.Fatalf("fit at maxHold = %d, want 10 (the cached model must not outlive the hold)", fit)
+	}
+	// Without a bound the same hold waits for a newer model.
+	l = New(30 * time.Second)
+	commit(l, "b1", time.Minute, base, 4, 0)
+	if fit, _ := fitFor(l, base, "other"); fit != 6 {
+		t.Fatalf("unbounded: fit = %d, want 6", fit)
+	}
+}
