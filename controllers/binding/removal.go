@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,7 +34,7 @@ func (r *Reconciler) removeWork(ctx context.Context, w *workv1alpha1.Work, trigg
 		return 0, nil
 	}
 	memberName := w.Labels[clusterv1alpha1.MemberLabel]
-	if r.Removals == nil || memberName == "" || ptrTrue(w.Spec.PreserveResourcesOnDeletion) {
+	if r.Removals == nil || memberName == "" || ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) {
 		return 0, r.deleteWork(ctx, w)
 	}
 	member := &clusterv1alpha1.MemberCluster{}
@@ -153,5 +154,3 @@ func removalTrigger(b workv1alpha1.Binding, member string, deleting bool) string
 func pacedNote(members []string) string {
 	return "removal from " + strings.Join(members, ", ") + " waits: the member's removals are paced (see its RemovalsPaced condition)"
 }
-
-func ptrTrue(b *bool) bool { return b != nil && *b }
