@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,6 +46,11 @@ type Reconciler struct {
 
 	snapshots *snapshots
 	written   writtenGenerations
+
+	// restore guards the one rebuild of the assumed ledger from the
+	// bindings before this process's first decision (holds.go).
+	restore  sync.Mutex
+	restored atomic.Bool
 }
 
 // staleCacheRetry backs up the watch event a decision waits for when the
@@ -173,6 +180,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request, b wor
 	snap, err := r.snapshots.get(ctx)
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("snapshot of members: %w", err)
+	}
+	if err := r.restoreOnce(ctx, snap); err != nil {
+		return reconcile.Result{}, fmt.Errorf("restore assumed capacity from bindings: %w", err)
 	}
 	result := r.schedule(ctx, snap, b)
 	reason := conditions.GetReason(b, workv1alpha1.ConditionScheduled)

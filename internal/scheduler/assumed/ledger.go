@@ -423,3 +423,28 @@ func (l *Ledger) prune(member string, m *capacity.Model) {
 	b.entries = kept
 	b.cachedBase, b.cached, b.cachedUntil = nil, nil, time.Time{}
 }
+
+// Restore records a placement this process did not decide — a previous
+// leader's, read back from the binding — as if Commit had: assignments give
+// what the binding holds on each member (Replicas) and how many of those
+// the member has not seen (Replicas-Previous), assigned at `at`. Members
+// whose entry would no longer count (the model observed past the grace, or
+// the hold past its bound) are skipped, so restoring an old placement
+// holds nothing.
+func (l *Ledger) Restore(binding, namespace string, req *capacity.Requirement, at time.Time, assignments []Assignment) {
+	l.mu.Lock()
+	l.tick()
+	live := assignments[:0:0]
+	for _, a := range assignments {
+		if a.Base == nil || a.Replicas <= a.Previous {
+			continue
+		}
+		if e := (Entry{AssumedAt: at}); l.live(&e, a.Base.ObservedTime()) {
+			live = append(live, a)
+		}
+	}
+	l.mu.Unlock()
+	if len(live) > 0 {
+		l.Commit(binding, namespace, req, at, live)
+	}
+}

@@ -200,3 +200,29 @@ func TestMaxHoldEndsAHoldWhenTheModelDoesNotChange(t *testing.T) {
 		t.Fatalf("unbounded: fit = %d, want 6", fit)
 	}
 }
+
+func TestRestoreHoldsWhatTheModelHasNotSeenAndSkipsWhatNoLongerCounts(t *testing.T) {
+	l := New(30 * time.Second).WithMaxHold(90*time.Second, func() time.Time { return t0.Add(2 * time.Minute) })
+	base := tenCPUs(0)
+	// Assigned at 1m30s, 30 s before now, on a model from t0: 3 of 4 unseen.
+	l.Restore("recent", "", oneCPU, t0.Add(90*time.Second), []Assignment{{Member: "a", Replicas: 4, Previous: 1, Base: base}})
+	// Assigned at t0-1m: past the 90 s bound now, holds nothing.
+	l.Restore("old", "", oneCPU, t0.Add(-time.Minute), []Assignment{{Member: "a", Replicas: 5, Previous: 0, Base: base}})
+	// Nothing unseen: nothing held.
+	l.Restore("seen", "", oneCPU, t0.Add(90*time.Second), []Assignment{{Member: "a", Replicas: 2, Previous: 2, Base: base}})
+
+	if fit, own := fitFor(l, base, "other"); fit != 7 || own != 0 {
+		t.Errorf("for another binding: fit %d, own %d; want 7 (10 less the 3 restored), 0", fit, own)
+	}
+	if fit, own := fitFor(l, base, "recent"); fit != 10 || own != 3 {
+		t.Errorf("for the restored binding: fit %d, own %d; want 10, 3", fit, own)
+	}
+	if got := len(l.Entries("a")); got != 1 {
+		t.Errorf("entries: %d, want only the recent binding's", got)
+	}
+	// A model observed past the assignment and its grace releases it, as
+	// for a committed entry.
+	if fit, _ := fitFor(l, tenCPUs(2*time.Minute+time.Second), "other"); fit != 10 {
+		t.Errorf("after a model observed past the grace: fit %d, want 10", fit)
+	}
+}

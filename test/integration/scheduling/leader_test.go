@@ -1,0 +1,149 @@
+package scheduling_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cluster-api/util/conditions"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/scheduling"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/scheduler/assumed"
+	"github.com/flotilla-io/flotilla/test/testenv"
+)
+
+// A scheduler that takes over from another — a new leader — starts with an
+// empty ledger, while the replicas the previous one placed a moment ago are
+// not in the member's model yet. It rebuilds the holds from the bindings
+// before its first decision, so it does not hand the same capacity out
+// again. This runs on an apiserver of its own: the suite's scheduler would
+// decide these bindings too.
+func TestANewLeaderDoesNotHandOutCapacityThePreviousOneJustPlaced(t *testing.T) {
+	own, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = own.Stop() })
+	c := own.Client
+	ctx := context.Background()
+
+	// One member with 4 free CPU, its model older than anything placed here.
+	m := &clusterv1alpha1.MemberCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "only"},
+		Spec:       clusterv1alpha1.MemberClusterSpec{ClusterRef: clusterv1alpha1.ClusterReference{Namespace: "capi", Name: "only"}},
+	}
+	if err := c.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	m.Status = clusterv1alpha1.MemberClusterStatus{
+		Conditions: []metav1.Condition{{Type: clusterv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}},
+		APIEnablements: []clusterv1alpha1.APIEnablement{
+			{GroupVersion: "apps/v1", Resources: []clusterv1alpha1.APIResource{{Name: "deployments", Kind: "Deployment"}}},
+		},
+		CapacityModel: &clusterv1alpha1.CapacityModel{
+			ObservedTime: metav1.NewTime(time.Now().Add(-time.Minute)),
+			NodeGroups: []clusterv1alpha1.NodeGroup{{Count: 1, Free: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("110"),
+			}}},
+		},
+	}
+	if err := c.Status().Update(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+
+	leader := func() context.CancelFunc {
+		t.Helper()
+		mgr, err := ctrl.NewManager(own.Config, ctrl.Options{
+			Scheme: own.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+			// The suite's scheduler and these two register their controllers under the same names.
+			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &scheduling.Reconciler{
+			Client:        mgr.GetClient(),
+			Scheduler:     scheduler.New(scheduler.WithLedger(assumed.New(30 * time.Second).WithMaxHold(90*time.Second, nil))),
+			Recorder:      mgr.GetEventRecorder("flotilla-scheduler"),
+			RetryInterval: time.Second,
+		}
+		if err := r.SetupWithManager(mgr, controller.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		lctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = mgr.Start(lctx) }()
+		return func() { cancel(); <-done }
+	}
+	aggregated := &policyv1alpha1.Placement{
+		ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"only"}},
+		ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
+			ReplicaSchedulingType:     policyv1alpha1.ReplicaSchedulingTypeDivided,
+			ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceAggregated,
+		},
+	}
+	create := func(name string) *workv1alpha1.ResourceBinding {
+		t.Helper()
+		b := &workv1alpha1.ResourceBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+			Spec: workv1alpha1.ResourceBindingSpec{
+				Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: name},
+				Replicas: 3,
+				ReplicaRequirements: &workv1alpha1.ReplicaRequirements{ResourceRequest: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("1"),
+				}},
+				Placement: aggregated,
+			},
+		}
+		if err := c.Create(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	decided := func(b *workv1alpha1.ResourceBinding) *workv1alpha1.ResourceBinding {
+		t.Helper()
+		got := &workv1alpha1.ResourceBinding{}
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(b), got); err == nil {
+				if cond := conditions.Get(got, workv1alpha1.ConditionScheduled); cond != nil && cond.ObservedGeneration == got.Generation {
+					return got
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("binding %s never decided: %+v", b.Name, got.Status.Conditions)
+		return nil
+	}
+
+	stopFirst := leader()
+	first := decided(create("first"))
+	if placement(first) != "only:3" {
+		t.Fatalf("the first leader placed %q, want only:3", placement(first))
+	}
+	// The first leader goes before the member reports the 3 Pods.
+	stopFirst()
+
+	stopSecond := leader()
+	defer stopSecond()
+	second := decided(create("second"))
+	cond := conditions.Get(second, workv1alpha1.ConditionScheduled)
+	if cond.Status != metav1.ConditionFalse || placement(second) != "" {
+		t.Fatalf("the new leader placed %q on a member whose 4 CPU hold 3 replicas just placed and 1 more (Scheduled %s %s: %s)",
+			placement(second), cond.Status, cond.Reason, cond.Message)
+	}
+	t.Logf("the new leader: Scheduled=%s %s: %s", cond.Status, cond.Reason, cond.Message)
+}
