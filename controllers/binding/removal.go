@@ -57,6 +57,11 @@ func (r *Reconciler) removeWork(ctx context.Context, w *workv1alpha1.Work, trigg
 	if err != nil {
 		return 0, err
 	}
+	if conditions.IsTrue(member, clusterv1alpha1.ConditionRemovalsPaced) && r.Removals.Resume(memberName, live, time.Now()) {
+		// A previous leader was pacing this member: its last window is not
+		// known here, so it counts as used up.
+		ctrl.LoggerFrom(ctx).Info("Resuming the removal pace of a member paced before this process started", "member", memberName)
+	}
 	key := w.Namespace + "/" + w.Name
 	d := r.Removals.Take(memberName, key, trigger, live, time.Now())
 	if !d.Allowed {

@@ -124,3 +124,36 @@ func (l *Limiter) forgetIdle(name string, m *member) {
 		delete(l.members, name)
 	}
 }
+
+// Resume carries pacing over from a previous process: a new leader whose
+// predecessor was pacing removals on member (its RemovalsPaced condition
+// says so) does not know what that one removed in its last window, so it
+// counts the window as used up from now. Removals are then never faster
+// than the share, at the cost of one window's wait. It does nothing for a
+// member this process is pacing (something waits, or was removed within
+// the window), and reports whether it resumed.
+func (l *Limiter) Resume(memberName string, live int, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.members == nil {
+		l.members = map[string]*member{}
+	}
+	if m := l.members[memberName]; m != nil && (len(m.waiting) > 0 || (len(m.removed) > 0 && m.removed[len(m.removed)-1].After(now.Add(-l.Window)))) {
+		return false // this process paces it
+	}
+	if l.Share >= 1 {
+		return false // a window can never be used up
+	}
+	// The fewest removals that use the window up, counted as Take counts
+	// the limit: against the member's size before them.
+	used := max(l.Burst, int(l.Share*float64(live)))
+	for used < max(l.Burst, int(l.Share*float64(live+used))) {
+		used++
+	}
+	m := &member{waiting: map[string]string{}, removed: make([]time.Time, used)}
+	for i := range m.removed {
+		m.removed[i] = now
+	}
+	l.members[memberName] = m
+	return true
+}

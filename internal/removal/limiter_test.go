@@ -95,3 +95,24 @@ func TestPacingEndsWithTheLastWaiter(t *testing.T) {
 		t.Fatal("another member paced")
 	}
 }
+
+func TestResumeWaitsAWindowBeforeRemovingWhereAPreviousLeaderPaced(t *testing.T) {
+	l := &Limiter{Share: 0.25, Burst: 2, Window: time.Minute}
+	t0 := time.Unix(1000, 0)
+	if !l.Resume("m", 40, t0) {
+		t.Fatal("a member the limiter does not count was not resumed")
+	}
+	d := l.Take("m", "w1", "policy p narrowed", 40, t0.Add(time.Second))
+	if d.Allowed || d.RetryAfter != 59*time.Second || !d.Started {
+		t.Fatalf("first removal after resuming: %+v, want refused for the rest of the window, pacing started", d)
+	}
+	if d := l.Take("m", "w1", "policy p narrowed", 40, t0.Add(time.Minute+time.Second)); !d.Allowed || !d.Ended {
+		t.Fatalf("after the window: %+v, want allowed, pacing ended", d)
+	}
+	if l.Resume("m", 40, t0.Add(time.Minute+2*time.Second)) {
+		t.Error("resumed a member with a removal in its window")
+	}
+	if !l.Resume("m", 40, t0.Add(3*time.Minute)) {
+		t.Error("did not resume a member idle for a window")
+	}
+}

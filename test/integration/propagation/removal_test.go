@@ -7,7 +7,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -89,6 +91,68 @@ spec:
 	eventually(t, "member1 says nothing waits any more", func() error {
 		mc, err := member()
 		if err != nil {
+			return err
+		}
+		return hasCondition(mc, clusterv1alpha1.ConditionRemovalsPaced, metav1.ConditionFalse, clusterv1alpha1.RemovalsNotPacedReason, "")
+	})
+}
+
+// TestANewLeaderKeepsPacingWhereThePreviousOneWas: the removal pace lives
+// in memory, so a leader taking over does not know what its predecessor
+// removed in its last window. A member whose RemovalsPaced condition the
+// predecessor left True is resumed with its window used up: its next
+// removal waits a window rather than adding a second burst to the first.
+func TestANewLeaderKeepsPacingWhereThePreviousOneWas(t *testing.T) {
+	const ns = "resumed"
+	namespace(t, ns, true)
+	createYAML(t, `apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: all, namespace: resumed}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {app: resumed}}}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: one, namespace: resumed, labels: {app: resumed}}
+`)
+	bindAndSchedule(t, ns, "one", "ConfigMap", placement(member2, 0))
+	inMember2 := func() error {
+		return members[member2].Get(ctx(), client.ObjectKey{Namespace: ns, Name: "one"}, &corev1.ConfigMap{})
+	}
+	eventually(t, "the ConfigMap in member2", inMember2)
+
+	// What a leader killed while pacing member2 leaves behind; this
+	// process has removed nothing from member2 for a window.
+	mc := &clusterv1alpha1.MemberCluster{}
+	if err := hub.Client.Get(ctx(), client.ObjectKey{Name: member2}, mc); err != nil {
+		t.Fatal(err)
+	}
+	before := mc.DeepCopy()
+	conditions.Set(mc, metav1.Condition{Type: clusterv1alpha1.ConditionRemovalsPaced, Status: metav1.ConditionTrue,
+		Reason: binding.RemovalsPacedReason, Message: "paced by the previous leader"})
+	if err := hub.Client.Status().Patch(ctx(), mc, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(removals.Window)
+
+	start := time.Now()
+	if err := hub.Client.Delete(ctx(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "one"}}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(4 * removals.Window); ; time.Sleep(100 * time.Millisecond) {
+		err := inMember2()
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ConfigMap still in member2 after %s (%v)", time.Since(start), err)
+		}
+	}
+	if took := time.Since(start); took < removals.Window-time.Second {
+		t.Errorf("removed %s after the template's deletion: the new leader did not wait out the window of %s its predecessor may have used up", took, removals.Window)
+	}
+	eventually(t, "member2 says nothing waits any more", func() error {
+		if err := hub.Client.Get(ctx(), client.ObjectKey{Name: member2}, mc); err != nil {
 			return err
 		}
 		return hasCondition(mc, clusterv1alpha1.ConditionRemovalsPaced, metav1.ConditionFalse, clusterv1alpha1.RemovalsNotPacedReason, "")
