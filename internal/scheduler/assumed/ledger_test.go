@@ -202,7 +202,7 @@ func TestMaxHoldEndsAHoldWhenTheModelDoesNotChange(t *testing.T) {
 }
 
 func TestRestoreHoldsWhatTheModelHasNotSeenAndSkipsWhatNoLongerCounts(t *testing.T) {
-	l := New(30 * time.Second).WithMaxHold(90*time.Second, func() time.Time { return t0.Add(2 * time.Minute) })
+	l := New(30*time.Second).WithMaxHold(90*time.Second, func() time.Time { return t0.Add(2 * time.Minute) })
 	base := tenCPUs(0)
 	// Assigned at 1m30s, 30 s before now, on a model from t0: 3 of 4 unseen.
 	l.Restore("recent", "", oneCPU, t0.Add(90*time.Second), []Assignment{{Member: "a", Replicas: 4, Previous: 1, Base: base}})

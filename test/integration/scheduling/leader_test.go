@@ -8,9 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -76,7 +76,7 @@ func TestANewLeaderDoesNotHandOutCapacityThePreviousOneJustPlaced(t *testing.T) 
 		}
 		r := &scheduling.Reconciler{
 			Client:        mgr.GetClient(),
-			Scheduler:     scheduler.New(scheduler.WithLedger(assumed.New(30 * time.Second).WithMaxHold(90*time.Second, nil))),
+			Scheduler:     scheduler.New(scheduler.WithLedger(assumed.New(30*time.Second).WithMaxHold(90*time.Second, nil))),
 			Recorder:      mgr.GetEventRecorder("flotilla-scheduler"),
 			RetryInterval: time.Second,
 		}
