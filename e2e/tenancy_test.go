@@ -10,8 +10,10 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -126,6 +128,103 @@ spec:
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("/metadata/namespace"))
 	})
+
+	It("cannot take over a member admin's NetworkPolicy with conflictResolution Overwrite", func(ctx SpecContext) {
+		// The member admin's own NetworkPolicy in the tenant's namespace of member1.
+		member := theFleet.Member("member1")
+		if err := member.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(member.Client.Create(ctx, &networkingv1.NetworkPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default-deny"},
+			Spec:       networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}},
+		})).To(Succeed())
+
+		Expect(as.Create(ctx, tenantObject(`
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: default-deny, namespace: tenant-a}
+spec:
+  podSelector: {}
+  ingress: [{}]
+`))).To(Succeed(), "the tenant writes a NetworkPolicy that allows everything")
+		Expect(as.Create(ctx, tenantObject(`
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: takeover, namespace: tenant-a}
+spec:
+  resourceSelectors: [{apiVersion: networking.k8s.io/v1, kind: NetworkPolicy, name: default-deny}]
+  placement: {clusterAffinity: {clusterNames: [member1]}}
+  conflictResolution: Overwrite
+`))).To(Succeed())
+
+		eventually(ctx, func(g Gomega) {
+			rb := &workv1alpha1.ResourceBinding{}
+			g.Expect(as.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default-deny-networkpolicy"}, rb)).To(Succeed(), "the tenant reads its binding")
+			c := conditions.Get(rb, workv1alpha1.ConditionFullyApplied)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Message).To(ContainSubstring("conflictResolution Overwrite of PropagationPolicy tenant-a/takeover is not honoured"))
+		}).WithTimeout(timeUnit).Should(Succeed(), "the binding reports the conflict, applied as Abort")
+		Consistently(func(g Gomega) {
+			np := &networkingv1.NetworkPolicy{}
+			g.Expect(member.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default-deny"}, np)).To(Succeed())
+			g.Expect(np.Spec.Ingress).To(BeEmpty(), "the member admin's NetworkPolicy was rewritten to allow everything")
+			g.Expect(np.Labels).NotTo(HaveKey(workv1alpha1.ManagedByLabel), "the member admin's NetworkPolicy was claimed by Flotilla")
+		}).WithContext(ctx).WithTimeout(3 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+	}, SpecTimeout(3*time.Minute))
+
+	It("cannot pass its namespace's FederatedResourceQuota by carrying a workload in an envelope", func(ctx SpecContext) {
+		// The platform team sets the tenant's fleet-wide quota.
+		Expect(theFleet.Hub.Client.Create(ctx, &policyv1alpha1.FederatedResourceQuota{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant-a"},
+			Spec:       policyv1alpha1.FederatedResourceQuotaSpec{Overall: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+		})).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(client.IgnoreNotFound(theFleet.Hub.Client.Delete(ctx, &policyv1alpha1.FederatedResourceQuota{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant-a"}}))).To(Succeed())
+		})
+
+		Expect(as.Create(ctx, tenantObject(`
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: smuggle, namespace: tenant-a}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, name: smuggle}]
+  placement: {clusterAffinity: {clusterNames: [member1]}}
+`))).To(Succeed())
+		Expect(as.Create(ctx, tenantObject(`
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: smuggle
+  namespace: tenant-a
+  labels: {flotilla.io/envelope: "true"}
+data:
+  miner.yaml: |
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: miner}
+    spec:
+      replicas: 4
+      selector: {matchLabels: {app: miner}}
+      template:
+        metadata: {labels: {app: miner}}
+        spec:
+          containers: [{name: miner, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: "1"}}}]
+`))).To(Succeed())
+
+		eventually(ctx, func(g Gomega) {
+			rb := &workv1alpha1.ResourceBinding{}
+			g.Expect(as.Get(ctx, client.ObjectKey{Namespace: ns, Name: "smuggle-configmap"}, rb)).To(Succeed())
+			c := conditions.Get(rb, workv1alpha1.ConditionRendered)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(workv1alpha1.BindingReasonQuotaExceeded), c.Message)
+			g.Expect(c.Message).To(ContainSubstring("tenant-a"))
+		}).WithTimeout(timeUnit).Should(Succeed(), "the envelope's binding refused with QuotaExceeded")
+		Expect(apierrors.IsNotFound(theFleet.Member("member1").Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "miner"}, &appsv1.Deployment{}))).
+			To(BeTrue(), "the envelope's 4-CPU Deployment reached member1 past a 1-CPU quota")
+	}, SpecTimeout(3*time.Minute))
 
 	It("cannot write bindings, Works, quota, cluster-scoped policies, member taints or namespaces", func(ctx SpecContext) {
 		forbidden := func(what string, err error) {
