@@ -26,7 +26,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -40,11 +42,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 
@@ -53,6 +57,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/applier"
+	"github.com/flotilla-io/flotilla/controllers/memberwatch"
 )
 
 // Config configures the agent.
@@ -154,7 +159,17 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("member client: %w", err)
 	}
 	s := &sessions{cfg: cfg, member: member{name: cfg.Member, client: memberClient}, memberSet: memberSet,
-		applied: newAppliedWorks(cfg.Execution.ResyncHealthy)}
+		applied: newAppliedWorks(cfg.Execution.ResyncHealthy), wakeups: make(chan event.GenericEvent, 1024)}
+	// The watch of applied objects outlives hub sessions: what runs in the
+	// member does not change with the hub's credentials.
+	s.watcher = &memberwatch.Watcher{
+		Connections: memberwatch.ConnectionsFunc(func(context.Context, string) (*rest.Config, error) { return memberConfig, nil }),
+		Changed: func(key types.NamespacedName) {
+			s.wakeups <- event.GenericEvent{Object: &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
+		},
+		Log: log.WithName("memberwatch"),
+	}
+	go func() { _ = s.watcher.Start(ctx) }()
 
 	wait := firstReconnect
 	for {
@@ -190,6 +205,10 @@ type sessions struct {
 	member    member
 	memberSet kubernetes.Interface
 	applied   *appliedWorks
+	// watcher watches what the agent applied; wakeups carries the Works
+	// whose objects changed to the current session's controller.
+	watcher *memberwatch.Watcher
+	wakeups chan event.GenericEvent
 }
 
 // run loads the credentials and runs one session until ctx ends, the
@@ -263,6 +282,7 @@ func (s *sessions) manager(hubConfig *rest.Config) (manager.Manager, error) {
 		applier: &applier.Applier{Works: hub, Members: s.member, Access: applier.Confined{},
 			Recorder: mgr.GetEventRecorder("flotilla-agent"), Options: cfg.Execution},
 		applied: s.applied,
+		watcher: s.watcher,
 		mode:    &syncModeGate{hub: hub, member: cfg.Member, ttl: cfg.StatusPeriod, clock: cfg.Clock},
 		clock:   cfg.Clock,
 	}
@@ -271,6 +291,7 @@ func (s *sessions) manager(hubConfig *rest.Config) (manager.Manager, error) {
 		For(&workv1alpha1.Work{}, builder.WithPredicates(
 			predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted()),
 		)).
+		WatchesRawSource(source.Channel(s.wakeups, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: cfg.Concurrency,
 			// Failures are mostly the hub being away: retry soon, and at

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +18,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/applier"
+	"github.com/flotilla-io/flotilla/controllers/memberwatch"
 )
 
 // workReconciler applies the Works of the agent's execution namespace to
@@ -28,6 +30,9 @@ type workReconciler struct {
 	member  string
 	applier *applier.Applier
 	applied *appliedWorks
+	// watcher watches the objects the agent applied, so that their changes
+	// reach the Work's status at once.
+	watcher *memberwatch.Watcher
 	mode    *syncModeGate
 	clock   clock.PassiveClock
 }
@@ -36,7 +41,7 @@ func (r *workReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctr
 	w := &workv1alpha1.Work{}
 	if err := r.hub.Get(ctx, req.NamespacedName, w); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			r.applied.forget(req.NamespacedName)
+			r.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -47,7 +52,7 @@ func (r *workReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctr
 	if !pull {
 		// The hub applies the member's Works in Push mode; look again later
 		// in case the member switches back.
-		r.applied.forget(req.NamespacedName)
+		r.forget(req.NamespacedName)
 		return ctrl.Result{RequeueAfter: r.applier.ResyncHealthy}, nil
 	}
 
@@ -77,17 +82,26 @@ func (r *workReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctr
 			if left := applier.Abandon(w); len(left) > 0 {
 				ctrl.LoggerFrom(ctx).Info("The member leaves the fleet and keeps the objects of a deleted Work", "objects", left)
 			}
-			r.applied.forget(req.NamespacedName)
+			r.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		if err := r.applier.Withdraw(ctx, r.member, w); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.applied.forget(req.NamespacedName)
+		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	out, err := r.execute(ctx, w)
+	if werr := r.watcher.Track(ctx, r.member, w); werr != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("Could not watch the Work's objects", "error", werr.Error())
+	}
 	return ctrl.Result{RequeueAfter: out.RequeueAfter}, err
+}
+
+// forget drops what the agent knows of a Work it no longer applies.
+func (r *workReconciler) forget(key types.NamespacedName) {
+	r.applied.forget(key)
+	r.watcher.Forget(r.member, key)
 }
 
 // memberKeepsWhatRuns reads the agent's MemberCluster (deletions are rare,

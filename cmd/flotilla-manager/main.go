@@ -36,6 +36,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/failover"
 	"github.com/flotilla-io/flotilla/controllers/memberclient"
+	"github.com/flotilla-io/flotilla/controllers/memberwatch"
 	"github.com/flotilla-io/flotilla/controllers/propagation"
 	quotacontroller "github.com/flotilla-io/flotilla/controllers/quota"
 	"github.com/flotilla-io/flotilla/controllers/scheduling"
@@ -68,6 +69,8 @@ type options struct {
 	memberApplyTimeout     time.Duration
 	memberConcurrentWorks  int
 	memberWithdrawTimeout  time.Duration
+	watchMemberObjects     bool
+	execution              execution.Options
 	removals               removal.Limiter
 	enrolment              enrolment.Options
 	failover               failover.Options
@@ -93,6 +96,9 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.removals.Burst, "member-removal-burst", 10, "Removals always allowed per member within --member-removal-window, whatever the share.")
 	fs.DurationVar(&o.removals.Window, "member-removal-window", time.Minute, "Span over which --member-removal-share is counted.")
 	fs.DurationVar(&o.memberWithdrawTimeout, "member-withdraw-timeout", execution.DefaultWithdrawTimeout, "How long a deleted Work waits for its member to answer (Push) or its agent's Lease to be renewed (Pull) before it is released without its objects removed; they are named in LeftInMember events and the MemberCluster's ObjectsLeftBehind condition.")
+	fs.BoolVar(&o.watchMemberObjects, "watch-member-objects", true, "Watch the objects Works applied in Push-mode members (metadata only, Flotilla's own, per namespace) so that a binding's status follows its members at once; false refreshes status only by re-applying every --resync-unhealthy/--resync-healthy.")
+	fs.DurationVar(&o.execution.ResyncUnhealthy, "resync-unhealthy", 10*time.Second, "How soon a Work with an object not applied or not healthy is applied again when nothing wakes it earlier.")
+	fs.DurationVar(&o.execution.ResyncHealthy, "resync-healthy", 5*time.Minute, "How often a healthy Work is applied again (drift repair); with --watch-member-objects a change in the member is repaired at once.")
 	fs.IntVar(&o.memberConcurrentWorks, "member-concurrent-works", execution.DefaultMaxInFlightPerMember, "How many Works of one Push-mode member are applied at once; the rest wait without holding a worker, so a slow member delays only its own Works.")
 
 	e := &o.enrolment
@@ -205,6 +211,9 @@ func run(opts *options) error {
 	if opts.removals.Burst < 1 || opts.removals.Window <= 0 {
 		return fmt.Errorf("--member-removal-burst must be at least 1 and --member-removal-window positive, got %d and %s", opts.removals.Burst, opts.removals.Window)
 	}
+	if opts.execution.ResyncUnhealthy <= 0 || opts.execution.ResyncHealthy <= 0 {
+		return fmt.Errorf("--resync-unhealthy and --resync-healthy must be positive, got %s and %s", opts.execution.ResyncUnhealthy, opts.execution.ResyncHealthy)
+	}
 	if opts.memberConcurrentWorks < 1 {
 		return fmt.Errorf("--member-concurrent-works must be at least 1, got %d", opts.memberConcurrentWorks)
 	}
@@ -262,12 +271,17 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 		return fmt.Errorf("set up quota: %w", err)
 	}
 	health := memberclient.NewHealth()
-	members := propagation.MemberClientsFrom(memberclient.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), health))
+	connections := memberclient.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), health)
+	members := propagation.MemberClientsFrom(connections)
+	var watches memberwatch.Connections
+	if opts.watchMemberObjects {
+		watches = propagation.MemberWatchesFrom(connections)
+	}
 	access := &enrolment.Access{Reader: mgr.GetAPIReader()}
 	if err := propagation.SetupWithManager(ctx, mgr, propagation.Options{
 		MemberClients: members, MemberAccess: access, MemberHealth: health, Quota: quotas,
 		MemberTimeout: opts.memberApplyTimeout, MaxInFlightPerMember: opts.memberConcurrentWorks, WithdrawTimeout: opts.memberWithdrawTimeout,
-		Removals: &opts.removals,
+		Removals: &opts.removals, Execution: opts.execution, MemberWatches: watches,
 	}); err != nil {
 		return fmt.Errorf("set up propagation: %w", err)
 	}

@@ -5,9 +5,11 @@
 // carries, suspension, per-manifest health and status — is
 // controllers/applier's, shared with flotilla-agent.
 //
-// Member objects are not watched: a Work is applied again, and its status
-// refreshed, every ResyncUnhealthy (default 10s) while some object is not
-// applied or not healthy, and every ResyncHealthy (default 60s) otherwise.
+// With a Watcher, the objects a Work applied are watched in the member and
+// the Work is applied again as soon as one changes (controllers/memberwatch);
+// besides, a Work is applied again, and its status refreshed, every
+// ResyncUnhealthy while some object is not applied or not healthy, and every
+// ResyncHealthy otherwise (drift repair).
 //
 // One member cannot hold up the others: at most MaxInFlightPerMember of a
 // member's Works are applied at once (the rest wait without holding a
@@ -36,6 +38,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -58,6 +61,7 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/applier"
 	"github.com/flotilla-io/flotilla/controllers/memberclient"
+	"github.com/flotilla-io/flotilla/controllers/memberwatch"
 	"github.com/flotilla-io/flotilla/controllers/metrics"
 )
 
@@ -122,6 +126,10 @@ type Reconciler struct {
 	// WithdrawTimeout is how long a deleted Work waits for its unreachable
 	// member before it is released anyway. Default DefaultWithdrawTimeout.
 	WithdrawTimeout time.Duration
+	// Watcher, when set, watches the objects Works applied in their members
+	// and has a Work looked at again as soon as one of them changes (its
+	// Changed is set here; it runs as one of the manager's runnables).
+	Watcher *memberwatch.Watcher
 
 	applier    *applier.Applier
 	inFlight   *inFlight
@@ -150,6 +158,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 	r.inFlight = newInFlight(r.MaxInFlightPerMember, r.wakeups)
 	if r.Health != nil {
 		if err := mgr.Add(manager.RunnableFunc(r.catchUp)); err != nil {
+			return err
+		}
+	}
+	if r.Watcher != nil {
+		r.Watcher.Changed = func(key types.NamespacedName) { r.wakeups <- workEvent(key) }
+		if err := mgr.Add(r.Watcher); err != nil {
 			return err
 		}
 	}
@@ -248,6 +262,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, work); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.rejections.forget(req.NamespacedName)
+			r.unwatch(memberName, req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -262,6 +277,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		// removes what it applied when a Work is deleted, including a Work
 		// the hub applied before the member switched to Pull. An agent
 		// gone for good does not hold the Work forever.
+		r.unwatch(memberName, req.NamespacedName)
 		if work.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(work, workv1alpha1.ExecutionFinalizer) {
 			return ctrl.Result{}, nil
 		}
@@ -294,6 +310,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}()
 
+	if !work.DeletionTimestamp.IsZero() || apierrors.IsNotFound(memberErr) {
+		r.unwatch(memberName, req.NamespacedName)
+	}
 	if apierrors.IsNotFound(memberErr) {
 		if !work.DeletionTimestamp.IsZero() {
 			// The member is gone: nothing left to remove the objects from.
@@ -349,8 +368,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 	}
 	observeApply(memberName, before, work)
+	if r.Watcher != nil {
+		if err := r.Watcher.Track(ctx, memberName, work); err != nil {
+			// The periodic refresh still comes: a watch is a speed-up.
+			ctrl.LoggerFrom(ctx).V(1).Info("Could not watch the Work's objects in its member", "member", memberName, "error", err.Error())
+		}
+	}
 	rejected := conditions.GetReason(work, workv1alpha1.WorkApplied) == workv1alpha1.WorkReasonApplyFailed
 	return ctrl.Result{RequeueAfter: r.rejections.retryAfter(req.NamespacedName, work.Generation, rejected, out.RequeueAfter)}, err
+}
+
+// unwatch stops watching a Work's objects (deleted, or applied by an agent).
+func (r *Reconciler) unwatch(member string, key types.NamespacedName) {
+	if r.Watcher != nil {
+		r.Watcher.Forget(member, key)
+	}
 }
 
 // withdrawWait is how much longer a deleted Work waits for its member.

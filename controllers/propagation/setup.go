@@ -10,9 +10,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -24,6 +26,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/federatednamespace"
 	"github.com/flotilla-io/flotilla/controllers/memberclient"
+	"github.com/flotilla-io/flotilla/controllers/memberwatch"
 	quotacontroller "github.com/flotilla-io/flotilla/controllers/quota"
 	"github.com/flotilla-io/flotilla/controllers/status"
 	"github.com/flotilla-io/flotilla/internal/quota/tracker"
@@ -40,6 +43,10 @@ type Options struct {
 	MemberAccess execution.Access
 	// Execution tunes how often Works are re-applied.
 	Execution execution.Options
+	// MemberWatches, when set, is how the objects Works applied are watched
+	// in their members, so that a Work's status follows its member at once
+	// rather than at the next re-apply (controllers/memberwatch).
+	MemberWatches memberwatch.Connections
 	// MemberHealth is what the hub's requests showed of each member; the
 	// MemberClients' connections must report to it. nil: not tracked.
 	MemberHealth *memberclient.Health
@@ -95,10 +102,14 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if err := br.SetupWithManager(ctx, mgr, options); err != nil {
 		return fmt.Errorf("binding controller: %w", err)
 	}
+	var watcher *memberwatch.Watcher
+	if opts.MemberWatches != nil {
+		watcher = &memberwatch.Watcher{Connections: opts.MemberWatches, Log: mgr.GetLogger().WithName("memberwatch")}
+	}
 	if err := (&execution.Reconciler{
 		Client: c, MemberClients: opts.MemberClients, Access: opts.MemberAccess, Recorder: mgr.GetEventRecorder("flotilla-execution"),
 		Options: opts.Execution, Health: opts.MemberHealth, MaxInFlightPerMember: opts.MaxInFlightPerMember, MemberTimeout: opts.MemberTimeout,
-		WithdrawTimeout: opts.WithdrawTimeout,
+		WithdrawTimeout: opts.WithdrawTimeout, Watcher: watcher,
 	}).SetupWithManager(mgr, options); err != nil {
 		return fmt.Errorf("execution controller: %w", err)
 	}
@@ -116,6 +127,41 @@ func MemberClientsFrom(cache *memberclient.Cache) execution.MemberClients {
 }
 
 type memberClients struct{ cache *memberclient.Cache }
+
+// MemberWatchesFrom watches members as the hub's scoped identity, the one
+// Works are applied as, through connections of their own: a watch is a
+// long request, which must not count in the member's health.
+func MemberWatchesFrom(cache *memberclient.Cache) memberwatch.Connections {
+	return &memberWatches{cache: cache, configs: map[string]watchConfig{}}
+}
+
+// watchConfig is a member's connection configuration and its watch copy.
+type watchConfig struct{ conn, watch *rest.Config }
+
+type memberWatches struct {
+	cache *memberclient.Cache
+
+	mu sync.Mutex
+	// configs keeps each member's watch copy, so that the watcher sees a
+	// new configuration only when the member's connection changed.
+	configs map[string]watchConfig
+}
+
+func (m *memberWatches) WatchConfig(ctx context.Context, member string) (*rest.Config, error) {
+	conn, err := m.cache.Get(ctx, member)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.configs[member]; ok && c.conn == conn.Config {
+		return c.watch, nil
+	}
+	cfg := rest.CopyConfig(conn.Config)
+	cfg.WrapTransport = nil
+	m.configs[member] = watchConfig{conn: conn.Config, watch: cfg}
+	return cfg, nil
+}
 
 func (m memberClients) ClientFor(ctx context.Context, member string) (client.Client, meta.RESTMapper, error) {
 	conn, err := m.cache.Get(ctx, member)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -174,4 +175,36 @@ func TestAgentReportsItsMemberIntoTheMemberClusterStatus(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestAnObjectDeletedInThePullMemberIsPutBackByTheWatch: the agent
+// re-applies a healthy Work only every 5 minutes in this suite; an object
+// someone deletes in the member is put back at once because the agent
+// watches what it applied.
+func TestAnObjectDeletedInThePullMemberIsPutBackByTheWatch(t *testing.T) {
+	w := createWork(t, edge, "drift", manifest(t, configMap("drift", "settings", "v1")))
+	eventually(t, "the Work applied and Available", func() error {
+		return conditionIs(w, workv1alpha1.WorkAvailable, metav1.ConditionTrue, workv1alpha1.WorkReasonAvailable)
+	})
+	cm := &corev1.ConfigMap{}
+	if err := memberAdmin.Get(ctx(), client.ObjectKey{Namespace: "drift", Name: "settings"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	uid := cm.UID
+	start := time.Now()
+	if err := memberAdmin.Delete(ctx(), cm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the ConfigMap put back in the member", func() error {
+		again := &corev1.ConfigMap{}
+		if err := memberAdmin.Get(ctx(), client.ObjectKey{Namespace: "drift", Name: "settings"}, again); err != nil {
+			return err
+		}
+		if again.UID == uid {
+			return fmt.Errorf("still the deleted one")
+		}
+		return nil
+	})
+	t.Logf("MEASURE ConfigMap deleted in the Pull member → put back by the agent: %s (re-apply of a healthy Work every %s)",
+		time.Since(start).Round(time.Millisecond), agentResync.ResyncHealthy)
 }

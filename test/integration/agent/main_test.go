@@ -170,9 +170,15 @@ func run(m *testing.M) (int, error) {
 	return m.Run(), nil
 }
 
-// Resync periods of the agent and of the hub's execution controller: short,
-// so that status reaches the hub within a second.
+// Resync periods of the hub's execution controller: short, so that status
+// reaches the hub within a second.
 var resync = applier.Options{ResyncUnhealthy: 500 * time.Millisecond, ResyncHealthy: 3 * time.Second}
+
+// agentResync: short while something is not applied or not healthy (the
+// agent's rights in the member arrive after its first Works), and long once
+// healthy, so that drift is repaired only by the watch of what the agent
+// applied (controllers/memberwatch).
+var agentResync = applier.Options{ResyncUnhealthy: 500 * time.Millisecond, ResyncHealthy: 5 * time.Minute}
 
 // startHubControllers runs enrolment and Push execution on the hub. The
 // execution controller reaches the member as its admin (the hub's scoped
@@ -413,7 +419,7 @@ func startAgent(ctx context.Context, asAgent *rest.Config) (stop func()) {
 			Credentials:        &credentials.File{Path: credentialsFile, Interval: 200 * time.Millisecond},
 			MemberConfig:       asAgent,
 			Holder:             "flotilla-agent-test",
-			Execution:          resync,
+			Execution:          agentResync,
 			StatusPeriod:       500 * time.Millisecond,
 			Heartbeat:          5 * time.Second,
 			LeaseRenewInterval: leaseRenewal,

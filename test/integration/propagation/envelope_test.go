@@ -220,7 +220,7 @@ spec:
 	eventually(t, "the envelope's own ConfigMap in member1", func() error {
 		return inMember(member1, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "own-settings"}})
 	})
-	consistently(t, 2*resyncHealthy, "neither the ClusterRole nor kube-public's ConfigMap in member1", func() error {
+	consistently(t, settle, "neither the ClusterRole nor kube-public's ConfigMap in member1", func() error {
 		if err := goneFromMember(member1, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "smuggled-everything"}}); err != nil {
 			return err
 		}
@@ -259,7 +259,7 @@ spec:
 		return hasCondition(pp, policyv1alpha1.ConditionPropagating, metav1.ConditionFalse, policyv1alpha1.NoMatchingTemplatesReason,
 			"no template matches the resourceSelectors; ClusterResourceEnvelope is cluster-scoped, which only a ClusterPropagationPolicy selects")
 	})
-	consistently(t, 2*resyncHealthy, "no binding for the envelope", func() error {
+	consistently(t, settle, "no binding for the envelope", func() error {
 		for _, b := range []client.Object{
 			&workv1alpha1.ClusterResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: "not-for-tenants-clusterresourceenvelope"}},
 			&workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-for-tenants-clusterresourceenvelope"}},

@@ -34,6 +34,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/memberclient"
+	"github.com/flotilla-io/flotilla/controllers/memberwatch"
 	"github.com/flotilla-io/flotilla/controllers/propagation"
 	"github.com/flotilla-io/flotilla/internal/removal"
 	"github.com/flotilla-io/flotilla/test/testenv"
@@ -49,8 +50,10 @@ const (
 
 var (
 	hub *testenv.Env
-	// members are the member apiservers' admin clients, by member name.
-	members = map[string]client.Client{}
+	// members are the member apiservers' admin clients, by member name,
+	// and memberConfigs their configurations.
+	members       = map[string]client.Client{}
+	memberConfigs = map[string]*rest.Config{}
 	// hung is hungMember's client; its requests report to health.
 	hung   client.Client
 	health = &memberclient.Health{MinBackoff: 2 * time.Second, MaxBackoff: 4 * time.Second}
@@ -155,7 +158,7 @@ func startApiservers() (stop func(), err error) {
 				var c client.Client
 				c, err = client.New(cfg, client.Options{Scheme: clientgoscheme.Scheme})
 				mu.Lock()
-				members[name] = c
+				members[name], memberConfigs[name] = c, cfg
 				mu.Unlock()
 			}
 			mu.Lock()
@@ -244,12 +247,18 @@ func startHungMember(ctx context.Context) (func(), error) {
 	return stop, nil
 }
 
-// Resync periods of the execution controller: short, so that member status
-// written by a test reaches the hub quickly.
+// Resync periods of the execution controller: longer than any wait of the
+// suite, so that member status written by a test reaches the hub only
+// through the watch of applied objects (controllers/memberwatch), as it
+// does in production. What else waits on a resync — a member identity's
+// grant refused, no client yet — the suite does not exercise.
 const (
-	resyncUnhealthy = 500 * time.Millisecond
-	resyncHealthy   = time.Second
+	resyncUnhealthy = time.Minute
+	resyncHealthy   = 5 * time.Minute
 )
+
+// settle is how long a test watches for something that must not happen.
+const settle = 2 * time.Second
 
 func startManager(ctx context.Context) error {
 	mgr, err := ctrl.NewManager(hub.Config, ctrl.Options{
@@ -265,7 +274,13 @@ func startManager(ctx context.Context) error {
 		all[name] = c
 	}
 	err = propagation.SetupWithManager(ctx, mgr, propagation.Options{
-		MemberClients:   all,
+		MemberClients: all,
+		MemberWatches: memberwatch.ConnectionsFunc(func(_ context.Context, member string) (*rest.Config, error) {
+			if cfg, ok := memberConfigs[member]; ok {
+				return cfg, nil
+			}
+			return nil, fmt.Errorf("no watch of member %s", member)
+		}),
 		Execution:       execution.Options{ResyncUnhealthy: resyncUnhealthy, ResyncHealthy: resyncHealthy},
 		Concurrency:     4,
 		MemberHealth:    health,

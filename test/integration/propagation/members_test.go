@@ -186,7 +186,7 @@ spec:
 	eventually(t, "the ConfigMap in member1", func() error {
 		return inMember(member1, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "paused"}})
 	})
-	consistently(t, 2*resyncHealthy, "no ConfigMap in member2", func() error {
+	consistently(t, settle, "no ConfigMap in member2", func() error {
 		return goneFromMember(member2, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "paused"}})
 	})
 }

@@ -213,7 +213,7 @@ spec:
 	eventually(t, "the RoleBinding in member1's tenant namespace", func() error {
 		return inMember(member1, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader"}})
 	})
-	consistently(t, 2*resyncHealthy, "no RoleBinding in member2's kube-system", func() error {
+	consistently(t, settle, "no RoleBinding in member2's kube-system", func() error {
 		return goneFromMember(member2, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "reader"}})
 	})
 }
