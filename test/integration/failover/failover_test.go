@@ -70,9 +70,7 @@ func TestAnUnreachableMemberIsTaintedAtOnceThenEvictedAfterTheGracePeriod(t *tes
 		len(task.ClustersBeforeFailover) != 2 || ptr.Deref(task.GracePeriodSeconds, 0) != 60 {
 		t.Errorf("eviction task = %+v", task)
 	}
-	if len(events(t, "ur", "web", workv1alpha1.EvictedEvent)) == 0 {
-		t.Error("no Evicted event on the binding")
-	}
+	waitEvent(t, "ur", "web", workv1alpha1.EvictedEvent)
 
 	// The replacement on ur-a becomes Ready: the old copy is released.
 	reportHealthy(t, "ur", "web")
@@ -212,9 +210,7 @@ func TestAStormStopsEvictionsAndSaysSo(t *testing.T) {
 		}
 		return nil
 	})
-	if len(events(t, "default", "storm-a", clusterv1alpha1.EvictionResumedReason)) == 0 {
-		t.Errorf("no %s event on storm-a", clusterv1alpha1.EvictionResumedReason)
-	}
+	waitEvent(t, "default", "storm-a", clusterv1alpha1.EvictionResumedReason)
 }
 
 func TestAStormSlowsEvictionsToTheSecondaryRate(t *testing.T) {

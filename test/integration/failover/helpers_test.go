@@ -376,6 +376,18 @@ func achievedRate(times []time.Time) float64 {
 }
 
 // events lists the events regarding an object with a reason.
+// waitEvent waits for an event with the reason about the named object:
+// events are recorded asynchronously, after the change they report.
+func waitEvent(t *testing.T, namespace, name, reason string) {
+	t.Helper()
+	eventually(t, 10*time.Second, "a "+reason+" event on "+name, func() error {
+		if len(events(t, namespace, name, reason)) == 0 {
+			return fmt.Errorf("none yet")
+		}
+		return nil
+	})
+}
+
 func events(t *testing.T, namespace, name, reason string) []eventsv1.Event {
 	t.Helper()
 	list := &eventsv1.EventList{}

@@ -53,9 +53,7 @@ func TestGracefullyKeepsTheOldCopyUntilTheReplacementIsReady(t *testing.T) {
 		return nil
 	})
 	t.Logf("MEASURE Gracefully: replacement Ready → task removed %s", time.Since(ready).Round(time.Millisecond))
-	if len(events(t, "gr", "web", workv1alpha1.PurgedEvent)) == 0 {
-		t.Errorf("no %s event", workv1alpha1.PurgedEvent)
-	}
+	waitEvent(t, "gr", "web", workv1alpha1.PurgedEvent)
 }
 
 func TestDirectlyRemovesTheOldCopyBeforeTheReplacementIsPlaced(t *testing.T) {
@@ -339,7 +337,5 @@ func TestDeletionHooksHoldALeavingMembersMachinesUntilItsWorksAreGone(t *testing
 	}
 	eventually(t, 10*time.Second, "hook released once drained", released(leaving))
 	t.Logf("MEASURE drain hook: last Work gone → hook released %s", time.Since(drained).Round(time.Millisecond))
-	if len(events(t, capiNamespace, "dh-a-1", "DrainHookReleased")) == 0 {
-		t.Error("no DrainHookReleased event on the Machine")
-	}
+	waitEvent(t, capiNamespace, "dh-a-1", "DrainHookReleased")
 }
