@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -72,7 +71,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("scheduling-resourcebinding").
-		For(&workv1alpha1.ResourceBinding{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&workv1alpha1.ResourceBinding{}, builder.WithPredicates(r.placementInputsChanged())).
 		Watches(&clusterv1alpha1.MemberCluster{},
 			handler.EnqueueRequestsFromMapFunc(r.enqueueAll(&workv1alpha1.ResourceBindingList{}, false)),
 			builder.WithPredicates(memberPlacementChanged())).
@@ -91,7 +90,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("scheduling-clusterresourcebinding").
-		For(&workv1alpha1.ClusterResourceBinding{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&workv1alpha1.ClusterResourceBinding{}, builder.WithPredicates(r.placementInputsChanged())).
 		Watches(&clusterv1alpha1.MemberCluster{},
 			handler.EnqueueRequestsFromMapFunc(r.enqueueAll(&workv1alpha1.ClusterResourceBindingList{}, false)),
 			builder.WithPredicates(memberPlacementChanged())).
@@ -206,8 +205,16 @@ func (r *Reconciler) write(ctx context.Context, original client.Object, b workv1
 		}
 		r.written.record(bindingKey(b), obj.GetUID(), obj.GetGeneration())
 		// The patch answered with the stored status: that is what the
-		// status patch starts from.
+		// status patch starts from. The decision covers the generation its
+		// own write made (the write changed nothing else: it was made on
+		// the resourceVersion decided on), which is not decided again.
 		original = obj.DeepCopyObject().(client.Object)
+		decided.SchedulerObservedGeneration = obj.GetGeneration()
+		for i := range decided.Conditions {
+			if decided.Conditions[i].Type == workv1alpha1.ConditionScheduled {
+				decided.Conditions[i].ObservedGeneration = obj.GetGeneration()
+			}
+		}
 		*b.BindingStatus() = *decided
 	}
 	helper, err := patch.NewHelper(original, r.Client)

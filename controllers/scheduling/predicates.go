@@ -2,11 +2,14 @@ package scheduling
 
 import (
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
 // memberPlacementChanged passes member events that can change a placement:
@@ -48,4 +51,52 @@ func readiness(m *clusterv1alpha1.MemberCluster) string {
 		return string(c.Status)
 	}
 	return ""
+}
+
+// placementInputs is what a decision reads from a binding's spec
+// (scheduler.InputFromBinding, the suspension and purge checks); the
+// placement itself is compared apart.
+type placementInputs struct {
+	APIVersion, Kind, Namespace string
+	Replicas                    int32
+	Requirements                *workv1alpha1.ReplicaRequirements
+	Placement                   *policyv1alpha1.Placement
+	Evictions                   []workv1alpha1.GracefulEvictionTask
+	RescheduleTriggeredAt       *metav1.Time
+	Suspension                  *workv1alpha1.Suspension
+}
+
+func inputsOf(spec *workv1alpha1.ResourceBindingSpec) placementInputs {
+	return placementInputs{
+		APIVersion: spec.Resource.APIVersion, Kind: spec.Resource.Kind, Namespace: spec.Resource.Namespace,
+		Replicas: spec.Replicas, Requirements: spec.ReplicaRequirements, Placement: spec.Placement,
+		Evictions: spec.GracefulEvictionTasks, RescheduleTriggeredAt: spec.RescheduleTriggeredAt, Suspension: spec.Suspension,
+	}
+}
+
+// placementInputsChanged passes binding updates that can change its
+// placement: a changed input, or spec.clusters changed by another writer.
+// Not the template's resourceVersion the detector records on every
+// template change, nor fields only rendering reads, nor the controller's
+// own placement write (which records the generation it produced).
+func (r *Reconciler) placementInputsChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldB, ok1 := e.ObjectOld.(workv1alpha1.Binding)
+			newB, ok2 := e.ObjectNew.(workv1alpha1.Binding)
+			if !ok1 || !ok2 {
+				return true
+			}
+			if e.ObjectOld.GetGeneration() == e.ObjectNew.GetGeneration() {
+				return false
+			}
+			if !equality.Semantic.DeepEqual(inputsOf(oldB.BindingSpec()), inputsOf(newB.BindingSpec())) {
+				return true
+			}
+			if equality.Semantic.DeepEqual(oldB.BindingSpec().Clusters, newB.BindingSpec().Clusters) {
+				return false
+			}
+			return !r.written.wrote(bindingKey(newB), e.ObjectNew.GetUID(), e.ObjectNew.GetGeneration())
+		},
+	}
 }

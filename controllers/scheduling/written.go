@@ -45,3 +45,12 @@ func (w *writtenGenerations) forget(key string) {
 	defer w.mu.Unlock()
 	delete(w.m, key)
 }
+
+// wrote says whether generation is the one the controller's own last write
+// to the binding produced.
+func (w *writtenGenerations) wrote(key string, uid types.UID, generation int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last, ok := w.m[key]
+	return ok && last.uid == uid && generation == last.generation
+}
