@@ -57,7 +57,9 @@ func TestPlacementInputsChangedPassesOnlyWhatCanChangeAPlacement(t *testing.T) {
 	}
 
 	// The controller's own write: the generation it recorded.
-	own := next(func(b *workv1alpha1.ResourceBinding) { b.Spec.Clusters = []workv1alpha1.TargetCluster{{Name: "b", Replicas: 3}} })
+	own := next(func(b *workv1alpha1.ResourceBinding) {
+		b.Spec.Clusters = []workv1alpha1.TargetCluster{{Name: "b", Replicas: 3}}
+	})
 	r.written.record(bindingKey(own), own.UID, own.Generation)
 	if pred.Update(event.UpdateEvent{ObjectOld: base, ObjectNew: own}) {
 		t.Error("the controller's own placement write is decided again")
