@@ -118,13 +118,16 @@ func (q *Queue) Start(ctx context.Context) error {
 	q.init()
 	log := q.logger(ctx)
 	ctx = ctrl.IntoContext(ctx, log)
-	for {
+	for ctx.Err() == nil {
 		k, ok := q.next(ctx)
 		if !ok {
 			return nil
 		}
 		q.serve(ctx, log, k)
 	}
+	// Keys still waiting stay queued: serve returns at once on an ended
+	// context, so looping on them would spin and never let the manager stop.
+	return nil
 }
 
 func (q *Queue) logger(ctx context.Context) logr.Logger {

@@ -174,3 +174,38 @@ func TestQueueEvictsNothingBeforeTheFleetIsCountedNorWhenAllAreUnhealthy(t *test
 		})
 	}
 }
+
+// A queue still holding keys when its context ends returns: serve gives up
+// at once on an ended context, and the manager waits for Start to stop.
+func TestStartReturnsWhenStoppedWithKeysWaiting(t *testing.T) {
+	clock := &fakeClock{now: t0}
+	r := &run{fleet: throttle.Fleet{Unhealthy: 4, Total: 4, Counted: true}}
+	// Every member unhealthy: nothing is acted on, both keys wait.
+	q := newQueue(throttle.Config{Rate: 1, SecondaryRate: 0, UnhealthyThreshold: 0.55}, clock, r)
+	q.Sleep = func(ctx context.Context, d time.Duration) bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Millisecond):
+			return true
+		}
+	}
+	q.Add(Key{Name: "a"})
+	q.Add(Key{Name: "b"})
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- q.Start(ctx) }()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Errorf("Start: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Start did not return within 5 s of its context ending, with keys waiting")
+	}
+	if q.Len() != 2 {
+		t.Errorf("%d keys waiting after stop, want both kept", q.Len())
+	}
+}

@@ -136,6 +136,7 @@ func TestPurgeModes(t *testing.T) {
 	nowhere := Binding{Generation: 3, Spec: &workv1alpha1.ResourceBindingSpec{Replicas: 6}, Status: healthyOn(3, 0)}
 	downElsewhere := Binding{Generation: 3, Spec: spec, Status: healthyOn(3, 0, "m1")}
 	downElsewhere.Status.AggregatedStatus[0].Health = workv1alpha1.ResourceUnhealthy
+	placedAgain := Binding{Generation: 3, Spec: &workv1alpha1.ResourceBindingSpec{Replicas: 6, Clusters: placed("m2", 6)}, Status: healthyOn(3, 0)}
 	tests := []struct {
 		name        string
 		task        *workv1alpha1.GracefulEvictionTask
@@ -152,6 +153,7 @@ func TestPurgeModes(t *testing.T) {
 		{"Gracefully: removed when the grace period passes", task(policyv1alpha1.PurgeModeGracefully, nil), starting, false, late, true, false, time.Time{}, "grace period of 10m0s passed"},
 		{"Gracefully: past the grace period the last copy stays while the replacement is placed nowhere", task(policyv1alpha1.PurgeModeGracefully, nil), nowhere, false, late, false, false, time.Time{}, "the copy on m2 is the last one running (placed on no member)"},
 		{"Gracefully: past the grace period the last copy stays while the replacement is healthy nowhere", task(policyv1alpha1.PurgeModeGracefully, nil), downElsewhere, false, late, false, false, time.Time{}, "the copy on m2 is the last one running (not yet healthy on m1)"},
+		{"Gracefully: removed when the scheduler placed it on the member again", task(policyv1alpha1.PurgeModeGracefully, nil), placedAgain, false, soon, true, false, time.Time{}, "placed on m2 again"},
 		{"Directly: the old Work is deleted first", task(policyv1alpha1.PurgeModeDirectly, nil), starting, false, soon, false, true, late, "removing the copy on m2 first"},
 		{"Directly: removed once the old Work is gone", task(policyv1alpha1.PurgeModeDirectly, nil), starting, true, soon, true, false, time.Time{}, "the copy on m2 is removed"},
 		{"Directly: removed when the deletion is not confirmed in time", task(policyv1alpha1.PurgeModeDirectly, nil), starting, false, late, true, false, time.Time{}, "not confirmed removed"},

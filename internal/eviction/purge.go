@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,6 +56,11 @@ func PurgeOf(task *workv1alpha1.GracefulEvictionTask, b Binding, workGone bool, 
 	}
 	if mode == policyv1alpha1.Never {
 		return Purge{Remove: true, Why: "released by an operator (suppressDeletion false)"}
+	}
+	if slices.ContainsFunc(b.Spec.Clusters, func(c workv1alpha1.TargetCluster) bool { return c.Name == task.FromCluster }) {
+		// The scheduler placed it there again (the member recovered and no
+		// other could take it): its copy there is the placement now.
+		return Purge{Remove: true, Why: "placed on " + task.FromCluster + " again"}
 	}
 	grace := defaultGrace
 	if task.GracePeriodSeconds != nil {

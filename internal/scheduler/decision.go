@@ -44,6 +44,18 @@ func (s *Scheduler) decide(snap *framework.Snapshot, in *Input, ledger *assumed.
 	}
 	d.filter()
 	err := d.tryTerms()
+	if len(in.EvictedFrom) > 0 && (err != nil || len(d.placement().Clusters) == 0) {
+		// Every member it could go to is one it is being evicted from: a
+		// rolling outage moved it off each in turn, and graceful eviction
+		// keeps the last copies until a replacement is healthy — which can
+		// only be on one of them. Those that are fit again (the filters
+		// still drop the sick ones) take it back, where its copy still runs.
+		back := *in
+		back.EvictedFrom = nil
+		if d2, res2, err2 := s.decide(snap, &back, ledger); err2 == nil && len(d2.placement().Clusters) > 0 {
+			return d2, res2, nil
+		}
+	}
 	if err == nil {
 		err = d.checkQuota()
 	}

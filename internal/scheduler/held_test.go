@@ -88,3 +88,28 @@ func parsePlacement(s string) []workv1alpha1.TargetCluster {
 	}
 	return out
 }
+
+// A rolling outage can leave a binding evicted from every member in turn,
+// placed on none, its last copies kept by graceful eviction until a
+// replacement is healthy. Members that are fit again take it back (their
+// copies still run there); one still tainted NoExecute does not.
+func TestEvictedFromEveryMemberItGoesBackToThoseFitAgain(t *testing.T) {
+	in := deployment(6, equalWeights())
+	in.EvictedFrom = []string{"a", "b", "c"}
+	res, err := scheduler.New().Schedule(st.Snapshot(t, st.Member("a"), st.Member("b"), st.Member("c", st.Taint(clusterv1alpha1.TaintUnreachable, "", corev1.TaintEffectNoExecute))), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := placed(res.Clusters); got != "a:3 b:3" {
+		t.Errorf("placement = %q, want a:3 b:3 (c still NoExecute)", got)
+	}
+	// While another member can take it, the members it leaves stay out.
+	in.EvictedFrom = []string{"a", "b"}
+	res, err = scheduler.New().Schedule(st.Snapshot(t, st.Member("a"), st.Member("b"), st.Member("c")), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := placed(res.Clusters); got != "c:6" {
+		t.Errorf("placement = %q, want c:6", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func golden(t *testing.T, name, got string) {
 // members of earlier tests are gone from the scheduler's view.
 func decidedOver(t *testing.T, b *workv1alpha1.ResourceBinding, cond func(*workv1alpha1.ResourceBinding) bool, members ...string) {
 	t.Helper()
-	waitFor(t, b, "a decision over "+strings.Join(members, ", "), func(b *workv1alpha1.ResourceBinding) bool {
+	over := func(b *workv1alpha1.ResourceBinding) bool {
 		d := b.Status.SchedulingDecision
 		if d == nil || !cond(b) {
 			return false
@@ -64,6 +65,35 @@ func decidedOver(t *testing.T, b *workv1alpha1.ResourceBinding, cond func(*workv
 		}
 		slices.Sort(names)
 		return slices.Equal(names, members)
+	}
+	got := waitFor(t, b, "a decision over "+strings.Join(members, ", "), over)
+	if len(got.Spec.Clusters) == 0 {
+		return
+	}
+	// The decision that placed it did not know it ran anywhere; a member
+	// change has it decided again (any other member event would too, at a
+	// moment of its own): the golden output is that of a decision that
+	// knows where the binding runs — every selected member scored 100 for
+	// locality.
+	m := &clusterv1alpha1.MemberCluster{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: members[0]}, m); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(m.DeepCopy())
+	m.Labels["flotilla.test/redecide"] = strconv.FormatInt(time.Now().UnixNano(), 10)
+	if err := env.Client.Patch(context.Background(), m, patch); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, b, "a decision over "+strings.Join(members, ", ")+" that knows where it runs", func(b *workv1alpha1.ResourceBinding) bool {
+		if !over(b) {
+			return false
+		}
+		for _, row := range b.Status.SchedulingDecision.Members {
+			if row.Selected && (len(row.Scores) == 0 || row.Scores[0] != 100) {
+				return false
+			}
+		}
+		return true
 	})
 }
 
