@@ -159,12 +159,15 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("member client: %w", err)
 	}
 	s := &sessions{cfg: cfg, member: member{name: cfg.Member, client: memberClient}, memberSet: memberSet,
-		applied: newAppliedWorks(cfg.Execution.ResyncHealthy), wakeups: make(chan event.GenericEvent, 1024)}
+		applied: applier.NewApplied(cfg.Execution.ResyncHealthy), wakeups: make(chan event.GenericEvent, 1024)}
 	// The watch of applied objects outlives hub sessions: what runs in the
 	// member does not change with the hub's credentials.
 	s.watcher = &memberwatch.Watcher{
 		Connections: memberwatch.ConnectionsFunc(func(context.Context, string) (*rest.Config, error) { return memberConfig, nil }),
-		Changed: func(key types.NamespacedName) {
+		Changed: func(key types.NamespacedName, edited bool) {
+			if edited {
+				s.applied.Forget(key) // an object's spec was changed there: apply in full
+			}
 			s.wakeups <- event.GenericEvent{Object: &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
 		},
 		Log: log.WithName("memberwatch"),
@@ -204,7 +207,7 @@ type sessions struct {
 	cfg       Config
 	member    member
 	memberSet kubernetes.Interface
-	applied   *appliedWorks
+	applied   *applier.Applied
 	// watcher watches what the agent applied; wakeups carries the Works
 	// whose objects changed to the current session's controller.
 	watcher *memberwatch.Watcher

@@ -29,7 +29,7 @@ type workReconciler struct {
 	hub     client.Client
 	member  string
 	applier *applier.Applier
-	applied *appliedWorks
+	applied *applier.Applied
 	// watcher watches the objects the agent applied, so that their changes
 	// reach the Work's status at once.
 	watcher *memberwatch.Watcher
@@ -100,7 +100,7 @@ func (r *workReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctr
 
 // forget drops what the agent knows of a Work it no longer applies.
 func (r *workReconciler) forget(key types.NamespacedName) {
-	r.applied.forget(key)
+	r.applied.Forget(key)
 	r.watcher.Forget(r.member, key)
 }
 
@@ -121,18 +121,5 @@ func (r *workReconciler) memberKeepsWhatRuns(ctx context.Context) (bool, error) 
 // execute applies a Work the member does not hold yet; one it holds is only
 // read back, unless an object went missing meanwhile.
 func (r *workReconciler) execute(ctx context.Context, w *workv1alpha1.Work) (applier.Outcome, error) {
-	now := r.clock.Now()
-	if fresh := r.applied.freshFor(w, now); fresh > 0 {
-		out, err := r.applier.Refresh(ctx, r.member, w)
-		if err != nil || out.InSync {
-			if out.RequeueAfter > fresh {
-				out.RequeueAfter = fresh // drift repair comes first
-			}
-			return out, err
-		}
-		ctrl.LoggerFrom(ctx).Info("An object of the Work changed in the member; applying the Work again")
-	}
-	out, err := r.applier.Apply(ctx, r.member, w)
-	r.applied.record(w, now, err == nil && out.InSync)
-	return out, err
+	return r.applier.ApplyOrRefresh(ctx, r.member, w, r.applied, r.clock.Now())
 }

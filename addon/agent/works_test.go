@@ -93,7 +93,7 @@ func newFixture(t *testing.T, mode clusterv1alpha1.SyncMode) *fixture {
 		member: testMember,
 		applier: &applier.Applier{Works: f.hub, Members: member{name: testMember, client: f.member},
 			Recorder: events.NewFakeRecorder(100), Options: opts},
-		applied: newAppliedWorks(opts.ResyncHealthy),
+		applied: applier.NewApplied(opts.ResyncHealthy),
 		mode:    &syncModeGate{hub: f.hub, member: testMember, ttl: time.Hour, clock: f.clock},
 		clock:   f.clock,
 	}

@@ -132,6 +132,7 @@ type Reconciler struct {
 	Watcher *memberwatch.Watcher
 
 	applier    *applier.Applier
+	applied    *applier.Applied
 	inFlight   *inFlight
 	rejections rejections
 	wakeups    chan event.GenericEvent
@@ -154,6 +155,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 		r.WithdrawTimeout = DefaultWithdrawTimeout
 	}
 	r.applier = &applier.Applier{Works: r.Client, Members: r.MemberClients, Access: r.Access, Recorder: r.Recorder, Options: r.Options}
+	r.applied = applier.NewApplied(r.ResyncHealthy)
 	r.wakeups = make(chan event.GenericEvent, 1024)
 	r.inFlight = newInFlight(r.MaxInFlightPerMember, r.wakeups)
 	if r.Health != nil {
@@ -162,7 +164,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 		}
 	}
 	if r.Watcher != nil {
-		r.Watcher.Changed = func(key types.NamespacedName) { r.wakeups <- workEvent(key) }
+		r.Watcher.Changed = func(key types.NamespacedName, edited bool) {
+			if edited {
+				r.applied.Forget(key) // an object's spec was changed there: apply in full
+			}
+			r.wakeups <- workEvent(key)
+		}
 		if err := mgr.Add(r.Watcher); err != nil {
 			return err
 		}
@@ -358,7 +365,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	before := work.DeepCopy()
 	started := time.Now()
-	out, err := r.applier.Apply(memberCtx, memberName, work)
+	// A Work applied in full at this generation is only read back: a watch
+	// event for a Deployment rolling out is a status change, not a reason
+	// to apply every manifest again.
+	out, err := r.applier.ApplyOrRefresh(memberCtx, memberName, work, r.applied, started)
 	metrics.WorkApplyDuration.WithLabelValues(memberName).Observe(metrics.Since(started))
 	if r.Health != nil {
 		if herr := r.Health.Check(memberName); herr != nil {
@@ -378,8 +388,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	return ctrl.Result{RequeueAfter: r.rejections.retryAfter(req.NamespacedName, work.Generation, rejected, out.RequeueAfter)}, err
 }
 
-// unwatch stops watching a Work's objects (deleted, or applied by an agent).
+// unwatch stops watching a Work's objects (deleted, or applied by an agent)
+// and forgets that it was applied.
 func (r *Reconciler) unwatch(member string, key types.NamespacedName) {
+	if r.applied != nil {
+		r.applied.Forget(key)
+	}
 	if r.Watcher != nil {
 		r.Watcher.Forget(member, key)
 	}

@@ -19,6 +19,7 @@ package memberwatch
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,9 +52,11 @@ func (f ConnectionsFunc) WatchConfig(ctx context.Context, member string) (*rest.
 // ends (a manager.Runnable: only the leader applies Works, only it watches).
 type Watcher struct {
 	Connections Connections
-	// Changed is told which Work to look at again; it must not block long
-	// (it runs on the watch's event goroutine).
-	Changed func(work types.NamespacedName)
+	// Changed is told which Work to look at again, and whether an object of
+	// it was edited (its generation moved: someone changed its spec, to be
+	// repaired by a full apply) rather than only its status. It must not
+	// block long (it runs on the watch's event goroutine).
+	Changed func(work types.NamespacedName, edited bool)
 	Log     logr.Logger
 
 	mu      sync.Mutex
@@ -87,6 +90,13 @@ type member struct {
 type watch struct {
 	objects int
 	stop    chan struct{}
+	// synced is the informer's HasSynced; failed is set by its error
+	// handler. A watch that never listed (the identity's rights in the
+	// namespace came after its first Work) is started afresh once an
+	// object in it is applied, rather than waiting out the reflector's
+	// backoff.
+	synced func() bool
+	failed atomic.Bool
 }
 
 // Start records the context watches run under and stops them all when it
@@ -110,14 +120,14 @@ func (w *Watcher) Start(ctx context.Context) error {
 func (w *Watcher) NeedLeaderElection() bool { return true }
 
 // Track records the objects work has applied in member (those its status
-// says are applied), starting the watches they need and stopping those no
+// names), starting the watches they need and stopping those no
 // object needs any more. Before Start, after it ended, or on a nil Watcher,
 // it does nothing.
 func (w *Watcher) Track(ctx context.Context, memberName string, work *workv1alpha1.Work) error {
 	if w == nil {
 		return nil
 	}
-	objects := appliedObjects(work)
+	objects, applied := appliedObjects(work)
 	key := types.NamespacedName{Namespace: work.Namespace, Name: work.Name}
 	var cfg *rest.Config
 	if len(objects) > 0 {
@@ -154,7 +164,13 @@ func (w *Watcher) Track(ctx context.Context, memberName string, work *workv1alph
 		m.stopAll()
 		m.config, m.client = cfg, client
 		for s, wt := range m.watches {
-			wt.stop = w.run(memberName, m, s)
+			w.run(memberName, m, s, wt)
+		}
+	}
+	for _, o := range applied {
+		if wt := m.watches[o.scope]; wt != nil && wt.failed.Load() && !wt.synced() {
+			close(wt.stop)
+			w.run(memberName, m, o.scope, wt)
 		}
 	}
 
@@ -169,7 +185,7 @@ func (w *Watcher) Track(ctx context.Context, memberName string, work *workv1alph
 			if wt == nil {
 				wt = &watch{}
 				m.watches[o.scope] = wt
-				wt.stop = w.run(memberName, m, o.scope)
+				w.run(memberName, m, o.scope, wt)
 			}
 			wt.objects++
 		}
@@ -249,10 +265,12 @@ func (m *member) stopAll() {
 	}
 }
 
-// run starts the watch of one scope; closing the returned channel stops it.
+// run starts the watch of one scope into wt; closing wt.stop stops it.
 // w.mu is held.
-func (w *Watcher) run(memberName string, m *member, s scope) chan struct{} {
+func (w *Watcher) run(memberName string, m *member, s scope, wt *watch) {
 	stop := make(chan struct{})
+	wt.stop = stop
+	wt.failed.Store(false)
 	informer := metadatainformer.NewFilteredMetadataInformer(m.client, s.gvr, s.namespace, 0, cache.Indexers{},
 		func(o *metav1.ListOptions) {
 			o.LabelSelector = workv1alpha1.ManagedByLabel + "=" + workv1alpha1.ManagedByValue
@@ -266,9 +284,10 @@ func (w *Watcher) run(memberName string, m *member, s scope) chan struct{} {
 	})
 	log := w.Log.WithValues("member", memberName, "resource", s.gvr.String(), "namespace", s.namespace)
 	_ = informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+		wt.failed.Store(true)
 		log.V(1).Info("Watch of applied objects failed; retrying", "error", err.Error())
 	})
-	notify := func(obj any) {
+	notify := func(obj any, edited bool) {
 		o, ok := obj.(*metav1.PartialObjectMetadata)
 		if !ok {
 			tombstone, isTombstone := obj.(cache.DeletedFinalStateUnknown)
@@ -279,19 +298,19 @@ func (w *Watcher) run(memberName string, m *member, s scope) chan struct{} {
 				return
 			}
 		}
-		w.changed(memberName, object{scope: s, name: o.Name})
+		w.changed(memberName, object{scope: s, name: o.Name}, edited)
 	}
 	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: notify,
+		AddFunc: func(obj any) { notify(obj, false) },
 		UpdateFunc: func(before, after any) {
 			b, ok1 := before.(metav1.Object)
 			a, ok2 := after.(metav1.Object)
 			if ok1 && ok2 && b.GetResourceVersion() == a.GetResourceVersion() {
 				return // a relist, not a change
 			}
-			notify(after)
+			notify(after, !ok1 || !ok2 || b.GetGeneration() != a.GetGeneration())
 		},
-		DeleteFunc: notify,
+		DeleteFunc: func(obj any) { notify(obj, true) },
 	})
 	ctxDone := w.ctx.Done()
 	go func() {
@@ -305,11 +324,11 @@ func (w *Watcher) run(memberName string, m *member, s scope) chan struct{} {
 		}()
 		informer.Run(done)
 	}()
-	return stop
+	wt.synced = informer.HasSynced
 }
 
 // changed tells Changed about every Work that owns o.
-func (w *Watcher) changed(memberName string, o object) {
+func (w *Watcher) changed(memberName string, o object, edited bool) {
 	w.mu.Lock()
 	var works []types.NamespacedName
 	if m := w.members[memberName]; m != nil {
@@ -319,24 +338,29 @@ func (w *Watcher) changed(memberName string, o object) {
 	}
 	w.mu.Unlock()
 	for _, key := range works {
-		w.Changed(key)
+		w.Changed(key, edited)
 	}
 }
 
-// appliedObjects is what a Work's status says it applied.
-func appliedObjects(work *workv1alpha1.Work) []object {
+// appliedObjects is what a Work's status names in the member: all of them —
+// the objects it applied, and those whose apply failed there (a conflict
+// with another manager, a rejection), watched too so that the Work is tried
+// again as soon as the member's side changes — and the applied ones.
+func appliedObjects(work *workv1alpha1.Work) (all, applied []object) {
 	seen := map[object]bool{}
-	var out []object
 	for _, st := range work.Status.ManifestStatuses {
 		id := st.Identifier
-		if !st.Applied || id.Resource == "" || id.Name == "" {
+		if id.Resource == "" || id.Name == "" {
 			continue
 		}
 		o := object{scope: scope{gvr: schema.GroupVersionResource{Group: id.Group, Version: id.Version, Resource: id.Resource}, namespace: id.Namespace}, name: id.Name}
 		if !seen[o] {
 			seen[o] = true
-			out = append(out, o)
+			all = append(all, o)
+			if st.Applied {
+				applied = append(applied, o)
+			}
 		}
 	}
-	return out
+	return all, applied
 }

@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -15,8 +16,8 @@ import (
 // TestAMembersChangesReachTheHubByWatch: the suite re-applies Works only
 // every minute (five once healthy), so what follows within seconds comes
 // from the watch of applied objects in the member — a Deployment turning
-// Ready shows in its binding, and a Deployment deleted in the member by
-// someone else is put back.
+// Ready shows in its binding, a Deployment scaled in the member by someone
+// else is set back, and one deleted there is put back.
 func TestAMembersChangesReachTheHubByWatch(t *testing.T) {
 	const ns = "watched"
 	namespace(t, ns, true)
@@ -65,6 +66,37 @@ spec:
 		return nil
 	})
 	t.Logf("MEASURE member Ready → binding Ready on the hub: %s (re-apply every %s)", time.Since(start).Round(time.Millisecond), resyncUnhealthy)
+
+	// Someone scales it in the member with an update of their own: the
+	// watch sees its generation move and the Work is applied in full at
+	// once, which reports that another manager now owns spec.replicas
+	// (Flotilla does not force fields others took; see docs/propagation.md).
+	scaled := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
+	if err := inMember(member1, scaled); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	scaled.Spec.Replicas = ptr.To[int32](5)
+	if err := members[member1].Update(ctx(), scaled); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Work reporting the conflict on spec.replicas", func() error {
+		w, err := work(rb, member1)
+		if err != nil {
+			return err
+		}
+		return hasCondition(w, workv1alpha1.WorkApplied, metav1.ConditionFalse, workv1alpha1.WorkReasonApplyFailed, ".spec.replicas")
+	})
+	t.Logf("MEASURE Deployment scaled in the member → the Work reports it: %s (re-apply every %s once healthy)", time.Since(start).Round(time.Millisecond), resyncHealthy)
+	// The member's admin gives the field back: applied again at once.
+	if err := inMember(member1, scaled); err != nil {
+		t.Fatal(err)
+	}
+	scaled.Spec.Replicas = ptr.To[int32](2)
+	scaled.ManagedFields = nil
+	if err := members[member1].Update(ctx(), scaled); err != nil {
+		t.Fatal(err)
+	}
 
 	// Someone deletes it in the member: the watch sees it go and the Work
 	// is applied again.
