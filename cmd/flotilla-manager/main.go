@@ -70,6 +70,10 @@ type options struct {
 	memberConcurrentWorks  int
 	memberWithdrawTimeout  time.Duration
 	watchMemberObjects     bool
+	kubeAPIQPS             float32
+	kubeAPIBurst           int
+	clusterAPIQPS          float32
+	clusterAPIBurst        int
 	execution              execution.Options
 	removals               removal.Limiter
 	enrolment              enrolment.Options
@@ -96,6 +100,10 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.removals.Burst, "member-removal-burst", 10, "Removals always allowed per member within --member-removal-window, whatever the share.")
 	fs.DurationVar(&o.removals.Window, "member-removal-window", time.Minute, "Span over which --member-removal-share is counted.")
 	fs.DurationVar(&o.memberWithdrawTimeout, "member-withdraw-timeout", execution.DefaultWithdrawTimeout, "How long a deleted Work waits for its member to answer (Push) or its agent's Lease to be renewed (Pull) before it is released without its objects removed; they are named in LeftInMember events and the MemberCluster's ObjectsLeftBehind condition.")
+	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 40, "Requests per second to the hub's apiserver (client-side rate limit), as Karmada's controller-manager.")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 60, "Burst of requests to the hub's apiserver above --kube-api-qps.")
+	fs.Float32Var(&o.clusterAPIQPS, "cluster-api-qps", 40, "Requests per second to each Push-mode member's apiserver, as Karmada's --cluster-api-qps.")
+	fs.IntVar(&o.clusterAPIBurst, "cluster-api-burst", 60, "Burst of requests to each member's apiserver above --cluster-api-qps.")
 	fs.BoolVar(&o.watchMemberObjects, "watch-member-objects", true, "Watch the objects Works applied in Push-mode members (metadata only, Flotilla's own, per namespace) so that a binding's status follows its members at once; false refreshes status only by re-applying every --resync-unhealthy/--resync-healthy.")
 	fs.DurationVar(&o.execution.ResyncUnhealthy, "resync-unhealthy", 10*time.Second, "How soon a Work with an object not applied or not healthy is applied again when nothing wakes it earlier.")
 	fs.DurationVar(&o.execution.ResyncHealthy, "resync-healthy", 5*time.Minute, "How often a healthy Work is applied again (drift repair); with --watch-member-objects a change in the member is repaired at once.")
@@ -214,6 +222,11 @@ func run(opts *options) error {
 	if opts.execution.ResyncUnhealthy <= 0 || opts.execution.ResyncHealthy <= 0 {
 		return fmt.Errorf("--resync-unhealthy and --resync-healthy must be positive, got %s and %s", opts.execution.ResyncUnhealthy, opts.execution.ResyncHealthy)
 	}
+	if opts.kubeAPIQPS <= 0 || opts.kubeAPIBurst < 1 || opts.clusterAPIQPS <= 0 || opts.clusterAPIBurst < 1 {
+		return fmt.Errorf("--kube-api-qps, --kube-api-burst, --cluster-api-qps and --cluster-api-burst must be positive, got %g, %d, %g, %d",
+			opts.kubeAPIQPS, opts.kubeAPIBurst, opts.clusterAPIQPS, opts.clusterAPIBurst)
+	}
+	cfg.QPS, cfg.Burst = opts.kubeAPIQPS, opts.kubeAPIBurst
 	if opts.memberConcurrentWorks < 1 {
 		return fmt.Errorf("--member-concurrent-works must be at least 1, got %d", opts.memberConcurrentWorks)
 	}
@@ -272,6 +285,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	}
 	health := memberclient.NewHealth()
 	connections := memberclient.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), health)
+	connections.QPS, connections.Burst = opts.clusterAPIQPS, opts.clusterAPIBurst
 	members := propagation.MemberClientsFrom(connections)
 	var watches memberwatch.Connections
 	if opts.watchMemberObjects {

@@ -47,6 +47,11 @@ type Member struct {
 
 // Cache hands out Members, one cached connection per member.
 type Cache struct {
+	// QPS and Burst bound each member connection's requests (client-go's
+	// client-side rate limit); 0 keeps client-go's defaults (5 and 10).
+	QPS   float32
+	Burst int
+
 	metadata  client.Reader
 	secrets   client.Reader
 	scheme    *runtime.Scheme
@@ -101,6 +106,9 @@ func (c *Cache) Get(ctx context.Context, member string) (*Member, error) {
 	cfg, err := RESTConfig(secret)
 	if err != nil {
 		return nil, fmt.Errorf("member %s: %w", member, err)
+	}
+	if c.QPS > 0 {
+		cfg.QPS, cfg.Burst = c.QPS, c.Burst
 	}
 	if c.health != nil {
 		cfg.WrapTransport = c.health.Wrap(member)
