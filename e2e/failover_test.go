@@ -459,11 +459,21 @@ var _ = Describe("Failover", Ordered, func() {
 		DeferCleanup(func() { flotilla("taint", "fo2", "maintenance.example/down-") })
 		added := memberTaint(ctx, fo2, "maintenance.example/down", corev1.TaintEffectNoExecute).TimeAdded.Time
 
-		eventually(ctx, func() bool {
+		eventually(ctx, func() error {
 			_, g1 := seen.at("grace: old gone")
 			_, g2 := seen.at("direct: new placed")
-			return g1 && g2
-		}).WithTimeout(3 * timeUnit).Should(BeTrue())
+			if g1 && g2 {
+				return nil
+			}
+			var state []string
+			for _, name := range []string{"grace-web", "direct-web"} {
+				if b := deploymentBinding(ctx, "failover-purge", name); b != nil {
+					state = append(state, fmt.Sprintf("%s: clusters %v, tasks %+v, observed %d of %d, conditions %+v",
+						name, b.Spec.Clusters, b.Spec.GracefulEvictionTasks, b.Status.SchedulerObservedGeneration, b.Generation, b.Status.Conditions))
+				}
+			}
+			return fmt.Errorf("old copy of grace-web gone: %v, direct-web placed on fo1: %v; %s", g1, g2, strings.Join(state, "; "))
+		}).WithTimeout(3 * timeUnit).Should(Succeed())
 		graceNew, _ := seen.at("grace: new Ready")
 		graceOld, _ := seen.at("grace: old gone")
 		directOld, _ := seen.at("direct: old gone")
