@@ -99,8 +99,10 @@ func TestExplainShowsThePlacementAndWhyMembersWereDropped(t *testing.T) {
 	member(t, "ex-a", "r8", "64", 1)
 	member(t, "ex-b", "r8", "64", 1)
 	b := binding(t, "explained", 3, staticWeights(map[string]int64{"ex-a": 1, "ex-b": 1, "ex-missing": 1}))
-	waitFor(t, b, "placed", func(b *workv1alpha1.ResourceBinding) bool {
-		return placement(b) == "ex-a:2,ex-b:1" || placement(b) == "ex-a:1,ex-b:2"
+	// The placement and the decision record are two writes: wait for both.
+	waitFor(t, b, "placed, the decision recorded", func(b *workv1alpha1.ResourceBinding) bool {
+		return (placement(b) == "ex-a:2,ex-b:1" || placement(b) == "ex-a:1,ex-b:2") &&
+			b.Status.SchedulingDecision != nil && b.Status.SchedulerObservedGeneration == b.Generation
 	})
 	out := runCLI(t, "explain", "deployment/explained", "-n", "default")
 	for _, want := range []string{"Scheduled:    True (Success)", "Placement:    ex-a:", "Strategy:     Divided/StaticWeighted", "MEMBER", "ex-a", "ex-b"} {
