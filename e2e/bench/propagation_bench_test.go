@@ -30,21 +30,8 @@ import (
 func BenchmarkPropagationLatency(b *testing.B) {
 	const workloads = 100
 	ctx := context.Background()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, err := fleet.Start(ctx, fleet.Options{
-		Dir: b.TempDir(), RepoRoot: root, Members: fleet.DefaultMembers(),
-		Manager: &fleet.ManagerOptions{Binary: filepath.Join(root, "bin", "flotilla-manager"), Args: fleet.DefaultManagerArgs()},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	f := startFleet(ctx, b)
 	defer f.Stop()
-	if err := f.WaitMembersReady(ctx, 5*time.Minute); err != nil {
-		b.Fatal(err)
-	}
 
 	for iter := 0; iter < b.N; iter++ {
 		ns := fmt.Sprintf("bench-%d", iter)
@@ -144,6 +131,28 @@ func waitAllReady(ctx context.Context, b *testing.B, f *fleet.Fleet, ns string, 
 		latencies = append(latencies, d)
 	}
 	return latencies, lags
+}
+
+// startFleet starts the default local fleet with the built flotilla-manager
+// and waits for its members to be Ready.
+func startFleet(ctx context.Context, b *testing.B) *fleet.Fleet {
+	b.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := fleet.Start(ctx, fleet.Options{
+		Dir: b.TempDir(), RepoRoot: root, Members: fleet.DefaultMembers(),
+		Manager: &fleet.ManagerOptions{Binary: filepath.Join(root, "bin", "flotilla-manager"), Args: fleet.DefaultManagerArgs()},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := f.WaitMembersReady(ctx, 5*time.Minute); err != nil {
+		f.Stop()
+		b.Fatal(err)
+	}
+	return f
 }
 
 func namespaceAndPolicy(ns string) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -25,21 +24,8 @@ import (
 func BenchmarkStatusLag(b *testing.B) {
 	const runs = 20
 	ctx := context.Background()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, err := fleet.Start(ctx, fleet.Options{
-		Dir: b.TempDir(), RepoRoot: root, Members: fleet.DefaultMembers(),
-		Manager: &fleet.ManagerOptions{Binary: filepath.Join(root, "bin", "flotilla-manager"), Args: fleet.DefaultManagerArgs()},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	f := startFleet(ctx, b)
 	defer f.Stop()
-	if err := f.WaitMembersReady(ctx, 5*time.Minute); err != nil {
-		b.Fatal(err)
-	}
 
 	for iter := 0; iter < b.N; iter++ {
 		ns := fmt.Sprintf("lag-%d", iter)
