@@ -83,9 +83,8 @@ var benchPlacements = []struct {
 
 // BenchmarkControllerPathDecision is what the scheduling controller does
 // for one binding, but the API write: read the binding from the cache, get
-// the fleet's snapshot (reused while the fleet's fingerprint is unchanged),
-// decide and
-// record the decision on the binding. "rebuilt" changes one member before
+// the fleet's snapshot (reused until a member event), decide and record the
+// decision on the binding. "rebuilt" changes one member before
 // each decision, so the snapshot is compiled anew every time: the cost of a
 // decision right after a member's status changed.
 func BenchmarkControllerPathDecision(b *testing.B) {
@@ -108,6 +107,7 @@ func BenchmarkControllerPathDecision(b *testing.B) {
 						if rebuilt {
 							i++
 							reader.members[i%n].ResourceVersion = fmt.Sprint(i)
+							r.snapshots.memberChanged() // what the member informer's event does
 						}
 						binding := &workv1alpha1.ResourceBinding{}
 						if err := reader.Get(ctx, client.ObjectKey{Namespace: "bench", Name: "web-deployment"}, binding); err != nil {

@@ -78,6 +78,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 		Watches(&clusterv1alpha1.MemberCluster{},
 			handler.EnqueueRequestsFromMapFunc(r.enqueueAll(&workv1alpha1.ResourceBindingList{}, true)),
 			builder.WithPredicates(memberCapacityChanged())).
+		// Every member event, unfiltered, tells the snapshot shared by
+		// both controllers to compile the fleet again.
+		Watches(&clusterv1alpha1.MemberCluster{}, r.snapshots.changes()).
 		WithOptions(options)
 	for _, src := range r.Wakeups {
 		b = b.WatchesRawSource(src)

@@ -1,45 +1,80 @@
 package scheduling
 
 import (
-	"fmt"
-	"math/rand/v2"
+	"context"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
+	st "github.com/flotilla-io/flotilla/internal/scheduler/schedulertest"
 )
 
-func fleetOf(n int) []clusterv1alpha1.MemberCluster {
-	out := make([]clusterv1alpha1.MemberCluster, n)
-	for i := range out {
-		out[i].ObjectMeta = metav1.ObjectMeta{Name: fmt.Sprintf("m%04d", i), ResourceVersion: fmt.Sprint(100 + i)}
-	}
-	return out
+// countingReader is the member cache, counting how often it is listed.
+type countingReader struct {
+	cacheReader
+	lists int
 }
 
-// The snapshot is reused while the fleet is unchanged, whatever order the
-// cache lists it in, and rebuilt when any member changes, comes or goes.
-func TestFingerprintIgnoresListOrderAndSeesEveryChange(t *testing.T) {
-	fleet := fleetOf(1000)
-	want := fingerprint(fleet)
-	r := rand.New(rand.NewPCG(1, 2))
-	for range 20 {
-		shuffled := append([]clusterv1alpha1.MemberCluster(nil), fleet...)
-		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		if got := fingerprint(shuffled); got != want {
-			t.Fatalf("fingerprint of a shuffled fleet %d, want %d", got, want)
+func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c.lists++
+	return c.cacheReader.List(ctx, list, opts...)
+}
+
+// The snapshot is reused without looking at the fleet until a member event
+// comes, and then compiled from the cache again: a member added, updated or
+// deleted shows in the next decision's snapshot.
+func TestSnapshotIsReusedUntilAMemberEvent(t *testing.T) {
+	ctx := context.Background()
+	reader := &countingReader{cacheReader: cacheReader{members: []clusterv1alpha1.MemberCluster{st.Member("m1"), st.Member("m2")}}}
+	s := &snapshots{reader: reader, sched: scheduler.New()}
+
+	first, err := s.get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		again, err := s.get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again != first {
+			t.Fatal("snapshot compiled again with no member event")
 		}
 	}
-	updated := append([]clusterv1alpha1.MemberCluster(nil), fleet...)
-	updated[500].ResourceVersion = "999999"
-	if fingerprint(updated) == want {
-		t.Error("an updated member leaves the fingerprint unchanged")
+	if reader.lists != 1 {
+		t.Fatalf("fleet listed %d times for 101 decisions with no member event, want 1", reader.lists)
 	}
-	if fingerprint(fleet[:999]) == want {
-		t.Error("a member gone leaves the fingerprint unchanged")
+
+	// A member joins: the informer has it in its store, then its event.
+	reader.members = append(reader.members, st.Member("m3"))
+	if snap, _ := s.get(ctx); snap != first {
+		t.Fatal("snapshot changed before the member event: it looked at the fleet")
 	}
-	if fingerprint(append(fleetOf(1000), clusterv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "new", ResourceVersion: "1"}})) == want {
-		t.Error("a member added leaves the fingerprint unchanged")
+	s.memberChanged()
+	snap, err := s.get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap == first || snap.Len() != 3 {
+		t.Fatalf("after the member event the snapshot holds %d members, want 3 (compiled again)", snap.Len())
+	}
+	if _, ok := snap.Lookup("m3"); !ok {
+		t.Fatal("m3 missing from the snapshot after its event")
+	}
+
+	// A member leaves.
+	reader.members = reader.members[1:]
+	s.memberChanged()
+	snap, err = s.get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := snap.Lookup("m1"); ok || snap.Len() != 2 {
+		t.Fatalf("after m1's delete event the snapshot holds %v", snap.Names())
+	}
+	if reader.lists != 3 {
+		t.Fatalf("fleet listed %d times, want 3 (one per member event)", reader.lists)
 	}
 }

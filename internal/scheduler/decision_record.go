@@ -16,33 +16,23 @@ func (r *Result) Decision() *workv1alpha1.SchedulingDecision {
 	for _, t := range e.Terms {
 		d.AffinityTerms = append(d.AffinityTerms, workv1alpha1.AffinityTermOutcome{Name: t.Name, Reason: t.Reason, Message: t.Message})
 	}
-	rows := e.Members()
-	rank := func(m *MemberExplanation) int {
-		switch {
-		case m.Selected:
-			return 0
-		case m.FilteredBy == "":
-			return 1
-		default:
-			return 2
-		}
+	if e.row == nil {
+		return d
 	}
 	// Selected members first, then those that passed every filter, then
 	// the filtered, each in the explanation's order: a stable partition in
-	// three passes, which stops at MaxDecisionMembers (a sort of the whole
-	// fleet's rows cost a quarter of a decision at 1,000 members).
-	if len(rows) > workv1alpha1.MaxDecisionMembers {
-		d.OmittedMembers = int32(len(rows) - workv1alpha1.MaxDecisionMembers)
+	// three passes over the ranks, which stops at MaxDecisionMembers and
+	// builds only the rows it keeps (a sort of the whole fleet's rows cost
+	// a quarter of a decision at 1,000 members).
+	if e.size > workv1alpha1.MaxDecisionMembers {
+		d.OmittedMembers = int32(e.size - workv1alpha1.MaxDecisionMembers)
 	}
 	for r := 0; r < 3 && len(d.Members) < workv1alpha1.MaxDecisionMembers; r++ {
-		for i := range rows {
-			m := &rows[i]
-			if rank(m) != r {
+		for i := 0; i < e.size && len(d.Members) < workv1alpha1.MaxDecisionMembers; i++ {
+			if e.rank(i) != r {
 				continue
 			}
-			if len(d.Members) == workv1alpha1.MaxDecisionMembers {
-				break
-			}
+			m := e.row(i)
 			d.Members = append(d.Members, workv1alpha1.MemberDecision{
 				Name: m.Name, FilteredBy: m.FilteredBy, Reason: m.Reason,
 				Score: m.Score, Scores: m.Scores, AvailableReplicas: m.Available,

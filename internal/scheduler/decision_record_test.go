@@ -26,7 +26,16 @@ func TestTheRecordedDecisionListsSelectedThenCandidatesThenFilteredUpToTheBound(
 		for i := range rows {
 			rows[i] = row(i)
 		}
-		r := &Result{Explanation: Explanation{rows: func() []MemberExplanation { return append([]MemberExplanation(nil), rows...) }}}
+		rank := func(i int) int {
+			switch {
+			case rows[i].Selected:
+				return 0
+			case rows[i].FilteredBy == "":
+				return 1
+			}
+			return 2
+		}
+		r := &Result{Explanation: Explanation{size: n, row: func(i int) MemberExplanation { return rows[i] }, rank: rank}}
 		d := r.Decision()
 		var want []string
 		for rank := range 3 {

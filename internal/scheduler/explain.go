@@ -38,35 +38,58 @@ func (d *decision) result() *Result {
 	for _, ws := range d.s.scorers {
 		res.Explanation.ScorePlugins = append(res.Explanation.ScorePlugins, ws.Plugin.Name())
 	}
-	res.Explanation.rows = func() []MemberExplanation { return d.rows(o) }
+	res.Explanation.size = d.snap.Len()
+	res.Explanation.row, res.Explanation.rank = d.explainer(o)
 	if o.err == nil && !d.quotaRefused {
 		res.Clusters = d.targetClusters(o)
 	}
 	return res
 }
 
-// rows is the per-member explanation of term outcome o.
-func (d *decision) rows(o *termOutcome) []MemberExplanation {
+// explainer gives member i's row of the explanation of term outcome o, and
+// its rank for the decision record (0 selected, 1 another candidate, 2
+// filtered), each for one member at a time: the record keeps a few dozen
+// rows, and building all of a 10,000-member fleet's to keep those cost a
+// third of a decision.
+func (d *decision) explainer(o *termOutcome) (row func(i int) MemberExplanation, rank func(i int) int) {
 	n, ns := d.snap.Len(), len(d.s.scorers)
-	rows := make([]MemberExplanation, n)
-	for i := range n {
-		rows[i] = MemberExplanation{Name: d.snap.Member(i).Name, Available: d.cycle.Available[i]}
-		rows[i].FilteredBy, rows[i].Reason = d.statusOf(o, i)
-		if v := d.base[i]; v.code == framework.Held && rows[i].Reason == "" {
-			rows[i].Reason = "keeps the replicas it holds, takes no more: " + v.reason
-		}
-	}
+	// Member index → position+1 in o.feasible and o.selected, 0 when absent.
+	feasibleAt, selectedAt := make([]int32, n), make([]int32, n)
 	for k, i := range o.feasible {
-		rows[i].Score = o.scores[k]
-		rows[i].Scores = slices.Clone(o.pluginScores[k*ns : (k+1)*ns])
+		feasibleAt[i] = int32(k + 1)
 	}
 	if o.err == nil {
 		for k, i := range o.selected {
-			rows[i].Selected = true
-			rows[i].Replicas = int32(o.replicas[k])
+			selectedAt[i] = int32(k + 1)
 		}
 	}
-	return rows
+	row = func(i int) MemberExplanation {
+		r := MemberExplanation{Name: d.snap.Member(i).Name, Available: d.cycle.Available[i]}
+		r.FilteredBy, r.Reason = d.statusOf(o, i)
+		if v := d.base[i]; v.code == framework.Held && r.Reason == "" {
+			r.Reason = "keeps the replicas it holds, takes no more: " + v.reason
+		}
+		if k := int(feasibleAt[i]) - 1; k >= 0 {
+			r.Score = o.scores[k]
+			r.Scores = slices.Clone(o.pluginScores[k*ns : (k+1)*ns])
+		}
+		if k := int(selectedAt[i]) - 1; k >= 0 {
+			r.Selected = true
+			r.Replicas = int32(o.replicas[k])
+		}
+		return r
+	}
+	rank = func(i int) int {
+		switch plugin, _ := d.statusOf(o, i); {
+		case selectedAt[i] > 0:
+			return 0
+		case plugin == "":
+			return 1
+		default:
+			return 2
+		}
+	}
+	return row, rank
 }
 
 // targetClusters is the placement sorted by name. Divided placements list

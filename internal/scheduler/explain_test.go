@@ -1,9 +1,11 @@
 package scheduler_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 	st "github.com/flotilla-io/flotilla/internal/scheduler/schedulertest"
 )
@@ -65,5 +67,41 @@ func TestFailedDecisionStillExplains(t *testing.T) {
 	}
 	if len(res.Clusters) != 0 {
 		t.Errorf("clusters = %v, want none", res.Clusters)
+	}
+}
+
+// The decision record, which builds only the rows it keeps, holds exactly
+// the rows Members() gives, selected first, then the other candidates,
+// then the filtered, for fleets larger than the record and every policy of
+// the benchmarks.
+func TestTheDecisionRecordHoldsTheExplanationsRowsInRankOrder(t *testing.T) {
+	for _, p := range benchPolicies {
+		for _, n := range []int{12, 300} {
+			snap := st.Snapshot(t, st.BenchFleet(n)...)
+			res, err := scheduler.New().Schedule(snap, benchBinding("bench/web", p.placement()))
+			if err != nil {
+				t.Fatalf("%s/%d: %v", p.name, n, err)
+			}
+			rows := res.Explanation.Members()
+			var want []string
+			for rank := range 3 {
+				for _, r := range rows {
+					if (rank == 0 && r.Selected) || (rank == 1 && !r.Selected && r.FilteredBy == "") || (rank == 2 && r.FilteredBy != "") {
+						want = append(want, r.Name+"|"+r.FilteredBy+"|"+r.Reason+"|"+fmt.Sprint(r.Score, r.Scores, r.Available, r.Replicas))
+					}
+				}
+			}
+			want = want[:min(len(want), workv1alpha1.MaxDecisionMembers)]
+			d := res.Decision()
+			if len(d.Members) != len(want) || int(d.OmittedMembers) != max(0, n-workv1alpha1.MaxDecisionMembers) {
+				t.Fatalf("%s/%d: %d rows, %d omitted; want %d rows", p.name, n, len(d.Members), d.OmittedMembers, len(want))
+			}
+			for i, m := range d.Members {
+				got := m.Name + "|" + m.FilteredBy + "|" + m.Reason + "|" + fmt.Sprint(m.Score, m.Scores, m.AvailableReplicas, m.Replicas)
+				if got != want[i] {
+					t.Fatalf("%s/%d: row %d is %q, want %q", p.name, n, i, got, want[i])
+				}
+			}
+		}
 	}
 }

@@ -27,20 +27,28 @@ type Explanation struct {
 	// ScorePlugins names the columns of MemberExplanation.Scores.
 	ScorePlugins []string
 
-	// rows builds the per-member rows from the decision's own data. They
-	// are built on demand: a controller placing thousands of bindings reads
-	// only the placement and the reason, and a thousand rows per decision
-	// would double what the scheduler allocates.
-	rows func() []MemberExplanation
+	// row builds member i's row from the decision's own data, and rank
+	// says where it goes in a decision record, over size members. Rows
+	// are built on demand: a controller placing thousands of bindings
+	// reads only the placement, the reason and a few dozen rows, and a
+	// row per member per decision would double what the scheduler
+	// allocates.
+	size int
+	row  func(i int) MemberExplanation
+	rank func(i int) int
 }
 
 // Members has one row per member of the snapshot, sorted by name, for the
 // affinity term in force. Each call builds the rows anew.
 func (e *Explanation) Members() []MemberExplanation {
-	if e.rows == nil {
+	if e.row == nil {
 		return nil
 	}
-	return e.rows()
+	rows := make([]MemberExplanation, e.size)
+	for i := range rows {
+		rows[i] = e.row(i)
+	}
+	return rows
 }
 
 // TermOutcome is what trying one affinity term gave.
