@@ -79,7 +79,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 			handler.EnqueueRequestsFromMapFunc(r.enqueueAll(&workv1alpha1.ResourceBindingList{}, true)),
 			builder.WithPredicates(memberCapacityChanged())).
 		// Every member event, unfiltered, tells the snapshot shared by
-		// both controllers to compile the fleet again.
+		// both controllers to compile the fleet again (also those that
+		// queue no binding; enqueueAll tells it before it queues).
 		Watches(&clusterv1alpha1.MemberCluster{}, r.snapshots.changes()).
 		WithOptions(options)
 	for _, src := range r.Wakeups {
@@ -112,6 +113,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 // re-deciding them on every capacity report would only churn their status.
 func (r *Reconciler) enqueueAll(list client.ObjectList, onlyUnscheduled bool) handler.MapFunc {
 	return func(ctx context.Context, _ client.Object) []reconcile.Request {
+		// The informer's handlers run in no fixed order: were the
+		// snapshot told of this change only by its own handler, a binding
+		// queued here could be decided on the snapshot from before it.
+		// Told first here, every binding this change queues is decided on
+		// a snapshot listed after it.
+		r.snapshots.memberChanged()
 		l := list.DeepCopyObject().(client.ObjectList)
 		if err := r.Client.List(ctx, l); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "list bindings to reschedule after a member change")

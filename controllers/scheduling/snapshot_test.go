@@ -4,9 +4,13 @@ import (
 	"context"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 	st "github.com/flotilla-io/flotilla/internal/scheduler/schedulertest"
 )
@@ -77,4 +81,42 @@ func TestSnapshotIsReusedUntilAMemberEvent(t *testing.T) {
 	if reader.lists != 3 {
 		t.Fatalf("fleet listed %d times, want 3 (one per member event)", reader.lists)
 	}
+}
+
+// A binding that a member's change queues is decided on a snapshot listed
+// after that change, whichever of the informer's handlers runs first: the
+// handler that queues it tells the snapshot before it queues.
+func TestABindingQueuedByAMemberChangeSeesTheChange(t *testing.T) {
+	ctx := context.Background()
+	reader := &countingReader{cacheReader: cacheReader{members: []clusterv1alpha1.MemberCluster{st.Member("m1")}}}
+	rb := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-deployment"}}
+	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(workScheme(t)).WithObjects(rb).Build()}
+	r.snapshots = &snapshots{reader: reader, sched: scheduler.New()}
+	if _, err := r.snapshots.get(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// m2 joins the cache; the queueing handler runs before the
+	// snapshot's own one.
+	reader.members = append(reader.members, st.Member("m2"))
+	reqs := r.enqueueAll(&workv1alpha1.ResourceBindingList{}, false)(ctx, &reader.members[1])
+	if len(reqs) != 1 {
+		t.Fatalf("queued %v, want the one binding", reqs)
+	}
+	snap, err := r.snapshots.get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := snap.Lookup("m2"); !ok {
+		t.Fatalf("the queued binding would be decided on %v, without m2 whose change queued it", snap.Names())
+	}
+}
+
+func workScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := workv1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
