@@ -26,8 +26,8 @@ import (
 // WorkloadQuotaPath is where the workload quota webhook is served.
 const WorkloadQuotaPath = "/validate-workload-quota"
 
-// +kubebuilder:webhook:path=/validate-workload-quota,mutating=false,failurePolicy=ignore,sideEffects=None,groups=apps,resources=deployments;deployments/scale;statefulsets;statefulsets/scale;replicasets;replicasets/scale,verbs=create;update,versions=v1,name=quota.workloads.apps.flotilla.io,admissionReviewVersions=v1,patch=`{"namespaceSelector":{"matchLabels":{"flotilla.io/federated":"true"}}}`
-// +kubebuilder:webhook:path=/validate-workload-quota,mutating=false,failurePolicy=ignore,sideEffects=None,groups=batch,resources=jobs,verbs=create;update,versions=v1,name=quota.jobs.batch.flotilla.io,admissionReviewVersions=v1,patch=`{"namespaceSelector":{"matchLabels":{"flotilla.io/federated":"true"}}}`
+// +kubebuilder:webhook:path=/validate-workload-quota,mutating=false,failurePolicy=ignore,sideEffects=None,groups=apps,resources=deployments;deployments/scale;statefulsets;statefulsets/scale;replicasets;replicasets/scale,verbs=create;update,versions=v1,name=quota.workloads.apps.flotilla.io,admissionReviewVersions=v1,patch=`{"namespaceSelector":{"matchLabels":{"flotilla.io/federated":"true"}},"matchConditions":[{"name":"not-made-by-a-controller","expression":"!has(object.metadata.ownerReferences) || !object.metadata.ownerReferences.exists(r, has(r.controller) \u0026\u0026 r.controller)"},{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
+// +kubebuilder:webhook:path=/validate-workload-quota,mutating=false,failurePolicy=ignore,sideEffects=None,groups=batch,resources=jobs,verbs=create;update,versions=v1,name=quota.jobs.batch.flotilla.io,admissionReviewVersions=v1,patch=`{"namespaceSelector":{"matchLabels":{"flotilla.io/federated":"true"}},"matchConditions":[{"name":"not-made-by-a-controller","expression":"!has(object.metadata.ownerReferences) || !object.metadata.ownerReferences.exists(r, has(r.controller) \u0026\u0026 r.controller)"},{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
 
 // WorkloadQuota gives fast feedback where the user acts: creating, updating
 // or scaling a workload template (Deployment, StatefulSet, ReplicaSet, Job)
@@ -45,6 +45,11 @@ const WorkloadQuotaPath = "/validate-workload-quota"
 // replicas (per member for a Duplicated placement) against what the
 // namespace's bindings use now; the scheduler decides on the placement.
 // failurePolicy Ignore: an unavailable manager never blocks a workload.
+// Objects a controller makes (a ReplicaSet of a Deployment, a Job of a
+// CronJob, on the hub refused anyway by the flotilla-inert-templates
+// admission policy) are not templates and never reach the webhook: a
+// matchCondition leaves them out in the apiserver, as are updates that
+// leave the spec as it was (the detector's claim labels, for one).
 type WorkloadQuota struct {
 	// Client reads FederatedResourceQuotas and ResourceBindings (cached).
 	Client client.Reader

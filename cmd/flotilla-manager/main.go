@@ -60,6 +60,7 @@ type options struct {
 	enableWebhooks         bool
 	leaderElect            bool
 	schedulerRetryInterval time.Duration
+	schedulerWorkers       int
 	assumedCapacityGrace   time.Duration
 	assumedCapacityMaxHold time.Duration
 	leaderElectNamespace   string
@@ -87,6 +88,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs/", "Directory holding tls.crt and tls.key of the webhook server.")
 	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks.")
+	fs.IntVar(&o.schedulerWorkers, "scheduler-workers", 1, "How many bindings are scheduled at once. Decisions are still made one at a time (held capacity and quota are charged in order) and more workers overlap the API writes that record them, but bindings waiting for quota are then no longer retried strictly oldest first.")
 	fs.DurationVar(&o.schedulerRetryInterval, "scheduler-retry-interval", 30*time.Second, "How often a binding that could not be placed is tried again when nothing it watches changes.")
 	fs.DurationVar(&o.assumedCapacityGrace, "assumed-capacity-grace", 30*time.Second, "How long replicas just placed on a member keep counting against its capacity after its capacity model is newer than the placement (estimator lag).")
 	fs.DurationVar(&o.assumedCapacityMaxHold, "assumed-capacity-max-hold", 90*time.Second, "The longest replicas just placed on a member count against its capacity when its capacity model does not change (an estimator publishes an unchanged model only at its heartbeat); 0 waits for a newer model however long. At least --assumed-capacity-grace.")
@@ -227,6 +229,9 @@ func run(opts *options) error {
 			opts.kubeAPIQPS, opts.kubeAPIBurst, opts.clusterAPIQPS, opts.clusterAPIBurst)
 	}
 	cfg.QPS, cfg.Burst = opts.kubeAPIQPS, opts.kubeAPIBurst
+	if opts.schedulerWorkers < 1 {
+		return fmt.Errorf("--scheduler-workers must be at least 1, got %d", opts.schedulerWorkers)
+	}
 	if opts.memberConcurrentWorks < 1 {
 		return fmt.Errorf("--member-concurrent-works must be at least 1, got %d", opts.memberConcurrentWorks)
 	}
@@ -277,7 +282,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 		Recorder:      mgr.GetEventRecorder("flotilla-scheduler"),
 		RetryInterval: opts.schedulerRetryInterval,
 		Wakeups:       []source.TypedSource[reconcile.Request]{quotacontroller.NewRetry(mgr.GetClient(), quotas)},
-	}).SetupWithManager(mgr, controller.Options{}); err != nil {
+	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: opts.schedulerWorkers}); err != nil {
 		return fmt.Errorf("set up scheduling: %w", err)
 	}
 	if err := quotacontroller.SetupWithManager(ctx, mgr, quotas, controller.Options{}); err != nil {

@@ -155,8 +155,16 @@ func startFleet(ctx context.Context, b *testing.B) *fleet.Fleet {
 	return f
 }
 
+// namespaceAndPolicy is a federated namespace with a policy dividing every
+// Deployment's replicas over the three members by weight.
 func namespaceAndPolicy(ns string) string {
-	return strings.ReplaceAll(`
+	return federatedNamespace(ns, "{replicaSchedulingType: Divided, replicaDivisionPreference: Weighted}")
+}
+
+// federatedNamespace is a federated namespace with a policy placing every
+// Deployment on the three members with the given replicaScheduling.
+func federatedNamespace(ns, replicaScheduling string) string {
+	return strings.NewReplacer("NS", ns, "SCHEDULING", replicaScheduling).Replace(`
 apiVersion: v1
 kind: Namespace
 metadata: {name: NS, labels: {flotilla.io/federated: "true"}}
@@ -168,10 +176,8 @@ spec:
   resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]
   placement:
     clusterAffinity: {clusterNames: [member1, member2, member3]}
-    replicaScheduling:
-      replicaSchedulingType: Divided
-      replicaDivisionPreference: Weighted
-`, "NS", ns)
+    replicaScheduling: SCHEDULING
+`)
 }
 
 func deployment(ns, name string) string {

@@ -15,6 +15,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
@@ -99,6 +100,11 @@ func (h *Hub) start(ctx context.Context, opts Options, members provider.Members)
 		return fmt.Errorf("hub: %w", err)
 	}
 
+	opts.progress("hub: installing the admission policy that keeps templates from running on the hub")
+	if err := h.installInertPolicy(ctx, opts); err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+
 	opts.progress("hub: starting Cluster API core manager and the test provider")
 	if err := h.startCAPI(ctx); err != nil {
 		return fmt.Errorf("hub: %w", err)
@@ -127,6 +133,32 @@ func (h *Hub) installCRDs(opts Options) error {
 		MaxTime:            time.Minute,
 	})
 	return err
+}
+
+// installInertPolicy creates the release's flotilla-inert-templates
+// admission policy and its binding (config/admission/inert_workloads.yaml),
+// so that the hub's kube-controller-manager treats templates as it does in
+// an installation by clusterctl. The release's other admission policies
+// confine Flotilla's ServiceAccounts, which the local fleet's processes do
+// not run as.
+func (h *Hub) installInertPolicy(ctx context.Context, opts Options) error {
+	raw, err := os.ReadFile(filepath.Join(opts.RepoRoot, "config", "admission", "inert_workloads.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, doc := range splitYAML(raw) {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			return fmt.Errorf("decode inert_workloads.yaml: %w", err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := h.Client.Create(ctx, u); err != nil {
+			return fmt.Errorf("install %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
+	return nil
 }
 
 func decodeCRDs(data []byte) ([]*apiextensionsv1.CustomResourceDefinition, error) {

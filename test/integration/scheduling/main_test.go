@@ -61,7 +61,9 @@ func startScheduler(ctx context.Context) error {
 		Recorder:      mgr.GetEventRecorder("flotilla-scheduler"),
 		RetryInterval: 2 * time.Second,
 	}
-	if err := r.SetupWithManager(mgr, controller.Options{}); err != nil {
+	// Four workers, as with --scheduler-workers=4: decisions stay serialised
+	// while their writes overlap.
+	if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
 		return err
 	}
 	go func() { _ = mgr.Start(ctx) }()

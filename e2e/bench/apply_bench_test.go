@@ -1,0 +1,215 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/flotilla-io/flotilla/e2e/fleet"
+)
+
+// BenchmarkHubApply applies 100 Deployment templates, one after the other
+// as `kubectl apply` of a directory does, to a federated namespace of the
+// local fleet's hub (real kube-controller-manager, Flotilla's webhooks and
+// controllers running) and the same 100 to a plain kube-apiserver with its
+// etcd and nothing else (what Karmada's apiserver is to its templates),
+// started on the same machine at the same time. It reports both times and
+// their ratio, and what the templates cost the hub afterwards: ReplicaSets
+// its kube-controller-manager created for them and Pod creations refused.
+func BenchmarkHubApply(b *testing.B) {
+	const workloads = 100
+	ctx := context.Background()
+	f := startFleet(ctx, b)
+	defer f.Stop()
+	plain, stop := startPlainAPIServer(b)
+	defer stop()
+
+	for iter := 0; iter < b.N; iter++ {
+		ns := fmt.Sprintf("apply-%d", iter)
+		if err := f.Apply(ctx, []byte(namespaceAndPolicy(ns))); err != nil {
+			b.Fatal(err)
+		}
+		if err := plain.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			b.Fatal(err)
+		}
+		before := hubAdmission(ctx, b, f)
+		b.ResetTimer()
+		hub := timeApply(ctx, b, f.Hub.Client, ns, workloads)
+		b.StopTimer()
+		applied := hubAdmission(ctx, b, f)
+		during := applied.minus(before)
+		b.StartTimer()
+		bare := timeApply(ctx, b, plain, ns, workloads)
+		b.StopTimer()
+
+		// What the templates cost the hub once applied: give its
+		// controllers 10 s to do what they do with them.
+		time.Sleep(10 * time.Second)
+		after := hubAdmission(ctx, b, f).minus(applied)
+		rs := &appsv1.ReplicaSetList{}
+		if err := f.Hub.Client.List(ctx, rs, client.InNamespace(ns)); err != nil {
+			b.Fatal(err)
+		}
+		events := &corev1.EventList{}
+		if err := f.Hub.Client.List(ctx, events, client.InNamespace(ns)); err != nil {
+			b.Fatal(err)
+		}
+		refused := int32(0)
+		for _, e := range events.Items {
+			if e.Reason == "FailedCreate" {
+				refused += max(e.Count, 1)
+			}
+		}
+		b.ReportMetric(float64(hub.Milliseconds()), "hub-ms")
+		b.ReportMetric(float64(bare.Milliseconds()), "plain-apiserver-ms")
+		b.ReportMetric(hub.Seconds()/bare.Seconds(), "hub/plain")
+		b.ReportMetric(float64(len(rs.Items)), "hub-replicasets")
+		b.ReportMetric(float64(refused), "hub-refused-creates")
+		fmt.Fprintf(os.Stderr, "apply of %d Deployments: hub %s, plain apiserver %s (%.2f×); on the hub 10 s later: %d ReplicaSets, %d refused creations\n",
+			workloads, hub.Round(time.Millisecond), bare.Round(time.Millisecond), hub.Seconds()/bare.Seconds(), len(rs.Items), refused)
+		tmpl := &appsv1.Deployment{}
+		if err := f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w000"}, tmpl); err != nil {
+			b.Fatal(err)
+		}
+		for _, c := range tmpl.Status.Conditions {
+			fmt.Fprintf(os.Stderr, "template w000 on the hub: %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+		}
+		fmt.Fprintf(os.Stderr, "hub apiserver during the hub's apply:\n%s", during)
+		fmt.Fprintf(os.Stderr, "hub apiserver in the 10 s after it:\n%s", after)
+	}
+}
+
+// timeApply server-side applies the benchmark's Deployments one by one and
+// returns how long that took.
+func timeApply(ctx context.Context, b *testing.B, c client.Client, ns string, n int) time.Duration {
+	start := time.Now()
+	for i := range n {
+		u := &unstructured.Unstructured{}
+		doc := deployment(ns, fmt.Sprintf("w%03d", i))
+		if err := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(doc), 4096).Decode(&u.Object); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("bench"), client.ForceOwnership); err != nil {
+			b.Fatalf("apply %s: %v", u.GetName(), err)
+		}
+	}
+	return time.Since(start)
+}
+
+// startPlainAPIServer starts etcd and kube-apiserver from bin/ and nothing
+// else, with a client as fast as the fleet's hub client.
+func startPlainAPIServer(b *testing.B) (client.Client, func()) {
+	b.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: filepath.Join(root, "bin")}
+	cfg, err := env.Start()
+	if err != nil {
+		b.Fatalf("plain kube-apiserver: %v", err)
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		_ = env.Stop()
+		b.Fatal(err)
+	}
+	return c, func() { _ = env.Stop() }
+}
+
+// admission is what the hub apiserver's metrics say of requests: per
+// series, the sum of seconds and the count.
+type admission map[string][2]float64
+
+func (a admission) minus(b admission) admission {
+	out := admission{}
+	for k, v := range a {
+		d := [2]float64{v[0] - b[k][0], v[1] - b[k][1]}
+		if d[1] > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func (a admission) String() string {
+	keys := make([]string, 0, len(a))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&sb, "  %s: %.0f requests, %.1f ms each, %.2f s in all\n", k, a[k][1], 1000*a[k][0]/a[k][1], a[k][0])
+	}
+	return sb.String()
+}
+
+// hubAdmission reads the hub apiserver's request and webhook durations
+// from its /metrics: requests by verb and resource, validating webhooks by
+// name.
+func hubAdmission(ctx context.Context, b *testing.B, f *fleet.Fleet) admission {
+	cs, err := kubernetes.NewForConfig(f.Hub.RESTConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		b.Fatalf("hub apiserver metrics: %v", err)
+	}
+	out := admission{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		var series, key string
+		switch {
+		case strings.HasPrefix(line, "apiserver_admission_webhook_admission_duration_seconds_sum{"),
+			strings.HasPrefix(line, "apiserver_admission_webhook_admission_duration_seconds_count{"):
+			series, key = "webhook", label(line, "name")+" "+label(line, "operation")+" rejected="+label(line, "rejected")
+		case strings.HasPrefix(line, "apiserver_request_duration_seconds_sum{"),
+			strings.HasPrefix(line, "apiserver_request_duration_seconds_count{"):
+			series, key = "request", label(line, "verb")+" "+label(line, "resource")+" "+label(line, "subresource")
+		default:
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			continue
+		}
+		k := series + " " + strings.TrimSpace(key)
+		cur := out[k]
+		if strings.Contains(fields[0], "_sum{") {
+			cur[0] += v
+		} else {
+			cur[1] += v
+		}
+		out[k] = cur
+	}
+	return out
+}
+
+// label is a label's value in a Prometheus text line.
+func label(line, name string) string {
+	i := strings.Index(line, name+`="`)
+	if i < 0 {
+		return ""
+	}
+	rest := line[i+len(name)+2:]
+	return rest[:strings.IndexByte(rest, '"')]
+}
