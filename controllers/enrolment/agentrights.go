@@ -115,8 +115,12 @@ func (r *Reconciler) agentGrant(ctx context.Context, member, recorded string) (a
 			g.Resources = append(g.Resources, schema.ParseGroupResource(res))
 		}
 	}
+	// From the cache, and its own objects: this runs for every new Work of
+	// the member, and listing them all from the apiserver each time cost
+	// it 0.2–0.6 s per list at 10,000 Works. A Work not yet in the cache
+	// brings its own event, and the grant only grows.
 	works := &workv1alpha1.WorkList{}
-	if err := r.APIReader.List(ctx, works, client.InNamespace(clusterv1alpha1.ExecutionNamespace(member))); err != nil {
+	if err := r.Client.List(ctx, works, client.InNamespace(clusterv1alpha1.ExecutionNamespace(member)), client.UnsafeDisableDeepCopy); err != nil {
 		return g, fmt.Errorf("list the Works of member %s: %w", member, err)
 	}
 	mapper := r.Client.RESTMapper()

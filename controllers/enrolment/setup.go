@@ -78,7 +78,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			builder.WithPredicates(secretConcernsEnrolment())).
 		Watches(&clusterv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(memberToCluster),
 			builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletions(), apiEnablementsChanged()))).
-		WatchesMetadata(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(r.workToCluster),
+		// Whole Works, from the informer the propagation controllers share:
+		// the agent's grant is computed from that same cache
+		// (agentrights.go), which holds the Work whose event this is.
+		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(r.workToCluster),
 			builder.WithPredicates(predicate.Or[client.Object](deletions(), r.pullMemberWorkChanged()))).
 		Watches(&addonsv1.ClusterResourceSet{}, handler.EnqueueRequestsFromMapFunc(r.addonToClusters),
 			builder.WithPredicates(deletions())).
