@@ -23,7 +23,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +36,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-io/flotilla/test/testenv"
 
 	capiv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -160,7 +161,7 @@ func BenchmarkManagerMemory(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	go memFillTokens(ctx, cs)
+	go testenv.FillServiceAccountTokens(ctx, cfg, time.Second)
 	for _, name := range memMembers {
 		if err := enrolPullMember(ctx, hub, name); err != nil {
 			b.Fatalf("%v\nmanager log: %s", err, mgr.logPath)
@@ -417,42 +418,6 @@ func memServingCert(dir string) error {
 		}
 	}
 	return nil
-}
-
-// memFillTokens does what kube-controller-manager's token controller does on a
-// management cluster (none runs here): it fills each service-account-token
-// Secret, the agents' hub credentials enrolment waits for, with a token
-// bound to the Secret.
-func memFillTokens(ctx context.Context, cs kubernetes.Interface) {
-	for ctx.Err() == nil {
-		secrets, err := cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{FieldSelector: "type=" + string(corev1.SecretTypeServiceAccountToken)})
-		if err == nil {
-			for i := range secrets.Items {
-				s := &secrets.Items[i]
-				if len(s.Data[corev1.ServiceAccountTokenKey]) > 0 {
-					continue
-				}
-				tr, err := cs.CoreV1().ServiceAccounts(s.Namespace).CreateToken(ctx, s.Annotations[corev1.ServiceAccountNameKey], &authenticationv1.TokenRequest{
-					Spec: authenticationv1.TokenRequestSpec{
-						ExpirationSeconds: ptr.To(int64(24 * 3600)),
-						BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Secret", APIVersion: "v1", Name: s.Name, UID: s.UID},
-					},
-				}, metav1.CreateOptions{})
-				if err != nil {
-					continue
-				}
-				if s.Data == nil {
-					s.Data = map[string][]byte{}
-				}
-				s.Data[corev1.ServiceAccountTokenKey] = []byte(tr.Status.Token)
-				_, _ = cs.CoreV1().Secrets(s.Namespace).Update(ctx, s, metav1.UpdateOptions{})
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
 }
 
 // enrolPullMember writes a CAPI Cluster as Cluster API leaves it once its

@@ -140,7 +140,7 @@ func run(m *testing.M) (int, error) {
 	if err := installHubAdmissionPolicies(ctx, root); err != nil {
 		return 0, err
 	}
-	go fillHubTokens(ctx)
+	go testenv.FillServiceAccountTokens(ctx, hub.Config, 200*time.Millisecond)
 	if err := startHubControllers(ctx); err != nil {
 		return 0, err
 	}
@@ -429,40 +429,6 @@ func startAgent(ctx context.Context, asAgent *rest.Config) (stop func()) {
 		}
 	}()
 	return func() { cancel(); <-done }
-}
-
-// fillHubTokens does for the hub what kube-controller-manager's token
-// controller does in a real management cluster, which test/testenv does not
-// run: it fills each service-account-token Secret with a token bound to that
-// Secret (so deleting the Secret revokes it) and the hub's CA.
-func fillHubTokens(ctx context.Context) {
-	cs := kubernetes.NewForConfigOrDie(hub.Config)
-	for ctx.Err() == nil {
-		secrets, err := cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{FieldSelector: "type=" + string(corev1.SecretTypeServiceAccountToken)})
-		if err == nil {
-			for i := range secrets.Items {
-				s := &secrets.Items[i]
-				if len(s.Data[corev1.ServiceAccountTokenKey]) > 0 {
-					continue
-				}
-				tr, err := cs.CoreV1().ServiceAccounts(s.Namespace).CreateToken(ctx, s.Annotations[corev1.ServiceAccountNameKey], &authenticationv1.TokenRequest{
-					Spec: authenticationv1.TokenRequestSpec{
-						ExpirationSeconds: ptrTo(int64(24 * 3600)),
-						BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Secret", APIVersion: "v1", Name: s.Name, UID: s.UID},
-					},
-				}, metav1.CreateOptions{})
-				if err != nil {
-					continue
-				}
-				s.Data = map[string][]byte{corev1.ServiceAccountTokenKey: []byte(tr.Status.Token), corev1.ServiceAccountRootCAKey: hub.Config.CAData, "namespace": []byte(s.Namespace)}
-				_, _ = cs.CoreV1().Secrets(s.Namespace).Update(ctx, s, metav1.UpdateOptions{})
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // memberWrites counts the server-side applies that reach the member, by
