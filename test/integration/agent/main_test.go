@@ -137,7 +137,7 @@ func run(m *testing.M) (int, error) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := installHubAdmissionPolicies(ctx, root); err != nil {
+	if _, err := testenv.InstallAdmissionPolicies(ctx, hub.Client, "agent_works.yaml"); err != nil {
 		return 0, err
 	}
 	go testenv.FillServiceAccountTokens(ctx, hub.Config, 200*time.Millisecond)
@@ -324,34 +324,6 @@ func installAgentInMember(ctx context.Context) (*rest.Config, error) {
 		return nil, fmt.Errorf("token of the agent's ServiceAccount in the member: %w", err)
 	}
 	return &rest.Config{Host: memberConfig.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: memberConfig.CAData}}, nil
-}
-
-// installHubAdmissionPolicies installs the hub's admission policies from
-// config/admission, as the release does.
-func installHubAdmissionPolicies(ctx context.Context, root string) error {
-	for _, f := range []string{"agent_works.yaml"} {
-		raw, err := os.ReadFile(filepath.Join(root, "config", "admission", f))
-		if err != nil {
-			return err
-		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-		for {
-			u := &unstructured.Unstructured{}
-			if err := dec.Decode(&u.Object); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return err
-			}
-			if len(u.Object) == 0 {
-				continue
-			}
-			if err := hub.Client.Create(ctx, u); err != nil {
-				return fmt.Errorf("install %s %s on the hub: %w", u.GetKind(), u.GetName(), err)
-			}
-		}
-	}
-	return nil
 }
 
 // issuedHubCredentials reads the agent's hub kubeconfig from the add-on

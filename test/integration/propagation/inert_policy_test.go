@@ -1,12 +1,7 @@
 package propagation_test
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,9 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -106,34 +99,16 @@ func TestTheHubsControllersCannotRunTemplates(t *testing.T) {
 	}
 }
 
-// installHubPolicy creates on the hub the admission policy and binding of
+// installHubPolicy installs on the hub the admission policy and binding of
 // a file of config/admission, as the release does, and removes them when
 // the test ends.
 func installHubPolicy(t *testing.T, file string) {
 	t.Helper()
-	root, err := testenv.RepoRoot()
+	created, err := testenv.InstallAdmissionPolicies(ctx(), hub.Client, file)
+	for _, obj := range created {
+		t.Cleanup(func() { _ = hub.Client.Delete(ctx(), obj) })
+	}
 	if err != nil {
 		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(filepath.Join(root, "config", "admission", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return
-			}
-			t.Fatal(err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if err := hub.Client.Create(ctx(), u); err != nil {
-			t.Fatal(fmt.Errorf("install %s %s on the hub: %w", u.GetKind(), u.GetName(), err))
-		}
-		t.Cleanup(func() { _ = hub.Client.Delete(ctx(), u) })
 	}
 }
