@@ -1,6 +1,7 @@
 // Package webhooks holds flotilla-manager's admission webhooks: the checks
 // that the CRD schema cannot express within the apiserver's CEL cost budget,
-// and the quota warnings on workload templates (WorkloadQuota). Each webhook
+// Karmada's defaults for propagation policies (which depend on other
+// fields), and the quota warnings on workload templates (WorkloadQuota). Each webhook
 // delegates its logic to a pure library under internal/.
 package webhooks
 
@@ -18,6 +19,12 @@ func SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	if err := (&ResourceBinding{}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (PropagationPolicy{}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (ClusterPropagationPolicy{}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&OverridePolicy{}).SetupWithManager(mgr); err != nil {

@@ -389,24 +389,47 @@ func (h *Hub) registerWebhooks(ctx context.Context, opts Options, certDir string
 	if err != nil {
 		return err
 	}
+	url := func(path *string) admissionregistrationv1.WebhookClientConfig {
+		u := "https://127.0.0.1:" + strconv.Itoa(port) + *path
+		return admissionregistrationv1.WebhookClientConfig{URL: &u, CABundle: caPEM}
+	}
 	for _, doc := range splitYAML(data) {
-		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := yaml.Unmarshal(doc, vwc); err != nil || vwc.Kind != "ValidatingWebhookConfiguration" {
+		var kind struct{ Kind string }
+		if err := yaml.Unmarshal(doc, &kind); err != nil {
 			continue
 		}
-		vwc.Name = "flotilla-validating-webhook-configuration"
-		for i := range vwc.Webhooks {
-			path := *vwc.Webhooks[i].ClientConfig.Service.Path
-			url := "https://127.0.0.1:" + strconv.Itoa(port) + path
-			vwc.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM}
+		var cfg, existing client.Object
+		switch kind.Kind {
+		case "ValidatingWebhookConfiguration":
+			vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err := yaml.Unmarshal(doc, vwc); err != nil {
+				return fmt.Errorf("register webhooks: %w", err)
+			}
+			vwc.Name = "flotilla-validating-webhook-configuration"
+			for i := range vwc.Webhooks {
+				vwc.Webhooks[i].ClientConfig = url(vwc.Webhooks[i].ClientConfig.Service.Path)
+			}
+			cfg, existing = vwc, &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		case "MutatingWebhookConfiguration":
+			mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			if err := yaml.Unmarshal(doc, mwc); err != nil {
+				return fmt.Errorf("register webhooks: %w", err)
+			}
+			mwc.Name = "flotilla-mutating-webhook-configuration"
+			for i := range mwc.Webhooks {
+				mwc.Webhooks[i].ClientConfig = url(mwc.Webhooks[i].ClientConfig.Service.Path)
+			}
+			cfg, existing = mwc, &admissionregistrationv1.MutatingWebhookConfiguration{}
+		default:
+			continue
 		}
-		err := h.Client.Create(ctx, vwc)
+		err := h.Client.Create(ctx, cfg)
 		if apierrors.IsAlreadyExists(err) {
-			// A manager started again listens elsewhere.
-			existing := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			if err = h.Client.Get(ctx, client.ObjectKey{Name: vwc.Name}, existing); err == nil {
-				existing.Webhooks = vwc.Webhooks
-				err = h.Client.Update(ctx, existing)
+			// A manager started again listens elsewhere: point the
+			// existing configuration at it.
+			if err = h.Client.Get(ctx, client.ObjectKeyFromObject(cfg), existing); err == nil {
+				cfg.SetResourceVersion(existing.GetResourceVersion())
+				err = h.Client.Update(ctx, cfg)
 			}
 		}
 		if err != nil {

@@ -40,11 +40,6 @@ func TestSchemaRejectsInvalidPolicies(t *testing.T) {
 			want: rejection{"spec.placement.spreadConstraints[0]", "spreadByField and spreadByLabel are mutually exclusive"},
 		},
 		{
-			name: "spread constraint naming neither field nor label",
-			yaml: ppWith(`placement: {spreadConstraints: [{minGroups: 1}]}`),
-			want: rejection{"spec.placement.spreadConstraints[0]", "one of spreadByField or spreadByLabel is required"},
-		},
-		{
 			name: "maxGroups below minGroups",
 			yaml: ppWith(`placement: {spreadConstraints: [{spreadByField: cluster, minGroups: 3, maxGroups: 2}]}`),
 			want: rejection{"spec.placement.spreadConstraints[0].maxGroups", "maxGroups must be greater than or equal to minGroups"},
