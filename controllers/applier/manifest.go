@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,7 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/replicas"
 	"github.com/flotilla-io/flotilla/internal/resourcehealth"
 )
 
@@ -95,6 +97,10 @@ func (m *manifest) failed(reason, format string, args ...any) *result {
 // health and status as the member returned it.
 func (m *manifest) applied(obj *unstructured.Unstructured) result {
 	health, message := resourcehealth.Of(obj)
+	if owners := replicas.KeptBy(obj, workv1alpha1.FieldManager); len(owners) > 0 {
+		// Said on every report, applied or only observed.
+		message = strings.TrimSuffix(replicas.RetainedMessage(obj, owners)+"; "+message, "; ")
+	}
 	st := workv1alpha1.ManifestStatus{Identifier: m.id, Applied: true, Health: health, Message: message}
 	if status, found := obj.Object["status"]; found {
 		if raw, err := json.Marshal(status); err == nil {
@@ -125,6 +131,12 @@ func (a *Applier) applyManifest(ctx context.Context, t target, w *workv1alpha1.W
 		return *m.failed(workv1alpha1.WorkReasonConflict, "%s", conflictMessage(w))
 	case err != nil && !apierrors.IsNotFound(err):
 		return *m.failed(workv1alpha1.WorkReasonApplyFailed, "read the object in the member: %v", err)
+	}
+
+	// Retain: a replica count another manager owns in the member (an
+	// autoscaler there) stays the member's (internal/replicas.Retain).
+	if err == nil {
+		replicas.Retain(obj, existing, workv1alpha1.FieldManager)
 	}
 
 	labels := obj.GetLabels()
