@@ -120,7 +120,8 @@ func (o options) run() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	imageKey, err := hashTree(root, "hack/kindimage", "rootfs:"+rootfsKey, "bin:"+binKey)
+	// The node's own inputs only: editing the providers' code does not rebuild it.
+	imageKey, err := hashTree(root, "hack/kindimage/assets", "hack/kindimage/images.go", "hack/kindimage/build.go", "rootfs:"+rootfsKey, "bin:"+binKey)
 	if err != nil {
 		return "", err
 	}

@@ -117,7 +117,7 @@ func (o options) buildProviders(root, out, nodeImage string) error {
 	}
 	rkey := hashStrings("haproxy/v1", strings.Join(HaproxyPackages, ","), strings.Join(Sources, "\n"))
 	hrootfs := filepath.Join(o.cache, "haproxy-rootfs-"+rkey[:16]+".tar")
-	hkey := hashStrings(rkey, haproxyConfig, strings.Join(haproxyEntrypoint, " "))
+	hkey := hashStrings(rkey, haproxyConfig, strings.Join(haproxyEntrypoint, " "), haproxyWrapper)
 	if err := o.step("haproxy rootfs", func() error { return buildHaproxyRootfs(hrootfs) }, hrootfs); err != nil {
 		return err
 	}
@@ -294,12 +294,18 @@ frontend control-plane
 backend kube-apiservers
 `
 
-// haproxyEntrypoint runs haproxy's master in the foreground; it reloads its
-// workers on SIGHUP, which CAPD sends after writing the configuration. -n
-// caps maxconn below CAPD's 100000: that needs 200028 file descriptors, and
-// an engine without CAP_SYS_RESOURCE gives containers 20000 at most
-// (docs/kind-offline-findings.md, H5), so haproxy would refuse to start.
-var haproxyEntrypoint = []string{"/usr/sbin/haproxy", "-W", "-db", "-n", "4000", "-f", "/usr/local/etc/haproxy/haproxy.cfg"}
+// haproxyEntrypoint is the one CAPD gives the container (it overrides the
+// image's): haproxy's master in the foreground, reloading its workers on the
+// SIGHUP CAPD sends after writing the configuration.
+var haproxyEntrypoint = []string{"haproxy", "-W", "-db", "-f", "/usr/local/etc/haproxy/haproxy.cfg"}
+
+// haproxyWrapper comes first in PATH as "haproxy" and caps maxconn with -n
+// (which takes precedence over the file's): CAPD's configuration asks for
+// 100000, which needs 200028 file descriptors, and an engine without
+// CAP_SYS_RESOURCE gives containers 20000 at most (docs/kind-offline-findings.md,
+// H5), so haproxy would refuse to start. exec keeps haproxy PID 1, so
+// CAPD's signals reach it.
+const haproxyWrapper = "#!/bin/sh\nexec /usr/sbin/haproxy -n 4000 \"$@\"\n"
 
 func buildHaproxyRootfs(out string) error {
 	args := []string{"--variant=minbase", "--include=" + strings.Join(HaproxyPackages, ","),
@@ -318,7 +324,10 @@ func loadHaproxy(rootfs, inputs, tag string) error {
 	if err != nil {
 		return err
 	}
-	cfgLayer, err := memLayer([]entry{{name: "usr/local/etc/haproxy/haproxy.cfg", mode: 0o644, data: []byte(haproxyConfig)}})
+	cfgLayer, err := memLayer([]entry{
+		{name: "usr/local/etc/haproxy/haproxy.cfg", mode: 0o644, data: []byte(haproxyConfig)},
+		{name: "usr/local/sbin/haproxy", mode: 0o755, data: []byte(haproxyWrapper)},
+	})
 	if err != nil {
 		return err
 	}
