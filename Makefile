@@ -106,9 +106,13 @@ test-e2e: test-bins build ## Ginkgo e2e specs on the local fleet (E2E_BACKEND=lo
 	go test $(GO_TEST_FLAGS) -timeout $(E2E_TIMEOUT) -v ./e2e/ -ginkgo.v -ginkgo.no-color 2>&1 | bash hack/summarize-tests.sh
 
 .PHONY: test-e2e-kind
-test-e2e-kind: ## Ginkgo e2e specs on a kind management cluster with CAPD members (E2E_BACKEND=kind); needs Docker and the images kind and CAPD run (local or pullable): skipped with the reason without them.
+test-e2e-kind: ## Ginkgo e2e specs on a kind management cluster with CAPD members (E2E_BACKEND=kind); needs Docker. KIND_OFFLINE=1 builds every image kind and CAPD run here (make kind-images) instead of pulling them; without Docker or those images it skips with the reason.
 	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory images release-manifests; fi
-	E2E_BACKEND=kind go test $(GO_TEST_FLAGS) -timeout $(E2E_KIND_TIMEOUT) -v ./e2e/ -ginkgo.v -ginkgo.no-color 2>&1 | bash hack/summarize-tests.sh
+	KIND_OFFLINE=$(KIND_OFFLINE) OUT=$(OUT) E2E_KIND_TIMEOUT=$(E2E_KIND_TIMEOUT) bash hack/kindimage/e2e-kind.sh 2>&1 | bash hack/summarize-tests.sh
+
+.PHONY: kind-images
+kind-images: ## The offline node image plus what a registry-less kind management cluster runs: Cluster API's core, kubeadm and CAPD managers, CAPD's haproxy, a cert-manager stand-in, and their clusterctl repository in out/kind (hack/kindimage -providers; cached by content).
+	go run ./hack/kindimage -providers $(OUT)/kind
 
 .PHONY: test
 test: test-bins build vet verify-generate ## Everything CI runs: vet, generated-files check, unit, integration and e2e tests on the local fleet (all but the specs labelled slow; make test-e2e runs those too; make test-e2e-kind runs the kind suite).

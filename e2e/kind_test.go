@@ -96,7 +96,9 @@ func kindMembers() []BackendMember {
 	return members
 }
 
-// pauseDeployment is a Deployment of small pause Pods.
+// pauseDeployment is a Deployment of small pause Pods. pause:3.10.2 is the
+// sandbox image kubeadm v1.36 asks for: kind's and the offline node image
+// (hack/kindimage) hold it, so nothing is pulled.
 func pauseDeployment(namespace, name string, replicas int32) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
 	return &appsv1.Deployment{
@@ -107,7 +109,7 @@ func pauseDeployment(namespace, name string, replicas int32) *appsv1.Deployment 
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "app", Image: "registry.k8s.io/pause:3.10",
+					Name: "app", Image: "registry.k8s.io/pause:3.10.2", ImagePullPolicy: corev1.PullIfNotPresent,
 					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 						corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi"),
 					}},

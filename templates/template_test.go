@@ -108,8 +108,9 @@ func TestFlotillaFlavorVariables(t *testing.T) {
 	got := tmpl.Variables()
 	sort.Strings(got)
 	want := []string{
+		"CAPD_LB_IMAGE_REPOSITORY", "CAPD_LB_IMAGE_TAG", "CAPD_NODE_IMAGE",
 		"CLUSTER_NAME", "CONTROL_PLANE_MACHINE_COUNT", "FLOTILLA_REGION", "FLOTILLA_ZONE",
-		"KUBERNETES_VERSION", "NAMESPACE", "POD_CIDR", "SERVICE_CIDR", "WORKER_MACHINE_COUNT",
+		"KUBEADM_IGNORE_PREFLIGHT_ERRORS", "KUBERNETES_VERSION", "NAMESPACE", "POD_CIDR", "SERVICE_CIDR", "WORKER_MACHINE_COUNT",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("variables = %v, want %v", got, want)

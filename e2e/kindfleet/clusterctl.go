@@ -28,9 +28,15 @@ import (
 // built-in provider list), Flotilla from the local repository.
 func (f *Fleet) initProviders(ctx context.Context) error {
 	components := filepath.Join(f.opts.Repository, "addon-flotilla", f.opts.Version, "addon-components.yaml")
-	cfg, err := yaml.Marshal(map[string]any{
-		"providers": []map[string]string{{"name": "flotilla", "url": "file://" + components, "type": "AddonProvider"}},
-	})
+	providers := []map[string]string{{"name": "flotilla", "url": "file://" + components, "type": "AddonProvider"}}
+	if f.offline != nil {
+		// Cluster API's core, kubeadm and Docker providers from the local
+		// repository hack/kindimage wrote, at the version of go.mod.
+		for _, p := range f.offline.Providers {
+			providers = append(providers, map[string]string{"name": p.Name, "url": p.URL, "type": p.Type})
+		}
+	}
+	cfg, err := yaml.Marshal(map[string]any{"providers": providers})
 	if err != nil {
 		return err
 	}
@@ -63,6 +69,14 @@ func (f *Fleet) createMember(ctx context.Context, spec MemberSpec) error {
 	reader := config.NewMemoryReader()
 	reader.Set("FLOTILLA_REGION", spec.Region)
 	reader.Set("FLOTILLA_ZONE", spec.Zone)
+	if f.offline != nil {
+		reader.Set("CAPD_NODE_IMAGE", f.opts.NodeImage)
+		reader.Set("CAPD_LB_IMAGE_REPOSITORY", f.offline.LoadBalancerImageRepository)
+		reader.Set("CAPD_LB_IMAGE_TAG", f.offline.LoadBalancerImageTag)
+		// The offline node image runs on cgroup v1 hosts too, where kubeadm's
+		// SystemVerification refuses; kind skips preflight, CAPD does not.
+		reader.Set("KUBEADM_IGNORE_PREFLIGHT_ERRORS", "[SystemVerification]")
+	}
 	cfg, err := config.New(ctx, "", config.InjectReader(reader))
 	if err != nil {
 		return err
@@ -88,7 +102,19 @@ func (f *Fleet) createMember(ctx context.Context, spec MemberSpec) error {
 	}
 	f.opts.progress("creating workload cluster %s/%s (Kubernetes %s, region %s, zone %s)", f.opts.Namespace, spec.Name, f.opts.KubernetesVersion, spec.Region, spec.Zone)
 	for _, o := range tmpl.Objs() {
-		if err := f.Hub.Create(ctx, &o); err != nil && !apierrors.IsAlreadyExists(err) {
+		// clusterctl init returns when the providers' Deployments are
+		// available, which can be a moment before their webhooks' Services
+		// have endpoints: retry what their webhooks refuse for that reason.
+		var err error
+		_ = wait.PollUntilContextTimeout(ctx, 2*time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+			err = f.Hub.Create(ctx, o.DeepCopy())
+			if err == nil || apierrors.IsAlreadyExists(err) {
+				err = nil
+				return true, nil
+			}
+			return !apierrors.IsInternalError(err) && !apierrors.IsServiceUnavailable(err), nil
+		})
+		if err != nil {
 			return fmt.Errorf("create %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}

@@ -25,8 +25,13 @@ func (f *Fleet) createManagementCluster() error {
 		Nodes: []v1alpha4.Node{{
 			Role:        v1alpha4.ControlPlaneRole,
 			Image:       f.opts.NodeImage,
-			ExtraMounts: []v1alpha4.Mount{{HostPath: "/var/run/docker.sock", ContainerPath: "/var/run/docker.sock"}},
+			ExtraMounts: []v1alpha4.Mount{{HostPath: dockerSocket(), ContainerPath: "/var/run/docker.sock"}},
 		}},
+	}
+	if f.offline != nil {
+		// The offline node image runs kube-proxy in nftables mode: the
+		// machines' kernels may have no IPVS and no modules to load.
+		cfg.Networking.KubeProxyMode = v1alpha4.NFTablesProxyMode
 	}
 	return f.provider().Create(f.opts.ClusterName,
 		cluster.CreateWithV1Alpha4Config(cfg),

@@ -55,6 +55,11 @@ type Options struct {
 	Namespace string
 	// Members are the workload clusters to create.
 	Members []MemberSpec
+	// Offline is the offline.json of `go run ./hack/kindimage -providers DIR`
+	// (E2E_KIND_OFFLINE when empty): Cluster API's providers, CAPD and a
+	// cert-manager stand-in built here, for a machine without a registry.
+	// Without it clusterctl takes them from their releases.
+	Offline string
 	// Keep leaves the clusters running after Stop, for debugging.
 	Keep bool
 	// Progress receives one line per step; nil for silence.
@@ -80,6 +85,18 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.ClusterName == "" {
 		o.ClusterName = "flotilla-e2e"
+	}
+	if o.Offline == "" {
+		o.Offline = os.Getenv("E2E_KIND_OFFLINE")
+	}
+	if o.Offline != "" {
+		off, err := ReadOffline(o.Offline)
+		if err != nil {
+			return o, err
+		}
+		if o.NodeImage == "" {
+			o.NodeImage = off.NodeImage
+		}
 	}
 	if o.NodeImage == "" {
 		o.NodeImage = defaults.Image
@@ -138,7 +155,8 @@ func (o Options) progress(format string, args ...any) {
 // Fleet is a running kind management cluster with Flotilla and its CAPD
 // members.
 type Fleet struct {
-	opts Options
+	opts    Options
+	offline *Offline
 	// Hub is an admin client of the management cluster.
 	Hub client.Client
 	// HubKubeconfig is the path of its admin kubeconfig.
@@ -170,6 +188,13 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		return nil, err
 	}
 	f = &Fleet{opts: opts, HubKubeconfig: filepath.Join(opts.Dir, "hub.kubeconfig")}
+	if opts.Offline != "" {
+		if f.offline, err = ReadOffline(opts.Offline); err != nil {
+			return nil, err
+		}
+		opts.Images = append(opts.Images, f.offline.Images...)
+		f.opts = opts
+	}
 	defer func() {
 		if err != nil {
 			f.Stop(context.WithoutCancel(ctx))
@@ -188,6 +213,11 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	}
 	if err := f.loadImages(); err != nil {
 		return f, err
+	}
+	if f.offline != nil {
+		if err := f.installCertManager(ctx); err != nil {
+			return f, err
+		}
 	}
 	if err := f.initProviders(ctx); err != nil {
 		return f, err
