@@ -16,7 +16,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/replicas"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
@@ -101,7 +101,7 @@ func preview(ctx context.Context, out io.Writer, c client.Client, template *unst
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	count, requirements, err := replicas.Extract(template)
+	count, requirements, err := interpreter.GetReplicas(template)
 	if err != nil {
 		return fmt.Errorf("read %s %s: %w", template.GetKind(), template.GetName(), err)
 	}

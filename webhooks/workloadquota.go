@@ -19,8 +19,8 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/quota"
-	"github.com/flotilla-io/flotilla/internal/replicas"
 )
 
 // WorkloadQuotaPath is where the workload quota webhook is served.
@@ -92,12 +92,12 @@ func (w *WorkloadQuota) warnings(ctx context.Context, req admission.Request) ([]
 	if metav1.GetControllerOf(obj) != nil {
 		return nil, nil // the hub's own ReplicaSets of a Deployment are not templates
 	}
-	n, perReplica, err := replicas.Extract(obj)
+	n, perReplica, err := interpreter.GetReplicas(obj)
 	if err != nil {
 		return nil, err
 	}
 	if old != nil {
-		oldN, oldReq, err := replicas.Extract(old)
+		oldN, oldReq, err := interpreter.GetReplicas(old)
 		if err == nil && oldN == n && equality.Semantic.DeepEqual(oldReq, perReplica) {
 			return nil, nil // neither replicas nor requirements changed
 		}
@@ -200,7 +200,7 @@ func (w *WorkloadQuota) objects(ctx context.Context, req admission.Request) (*un
 			return nil, nil, fmt.Errorf("read %s %s/%s: %w", kind, req.Namespace, req.Name, err)
 		}
 		obj := old.DeepCopy()
-		if _, err := replicas.Set(obj, scale.Spec.Replicas); err != nil {
+		if _, err := interpreter.ReviseReplica(obj, scale.Spec.Replicas); err != nil {
 			return nil, nil, err
 		}
 		return obj, old, nil

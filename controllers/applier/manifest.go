@@ -17,8 +17,7 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/replicas"
-	"github.com/flotilla-io/flotilla/internal/resourcehealth"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 // result is one manifest's outcome: its status and, when not applied, the
@@ -96,10 +95,10 @@ func (m *manifest) failed(reason, format string, args ...any) *result {
 // applied is the result of an object the member holds as Flotilla's: its
 // health and status as the member returned it.
 func (m *manifest) applied(obj *unstructured.Unstructured) result {
-	health, message := resourcehealth.Of(obj)
-	if owners := replicas.KeptBy(obj, workv1alpha1.FieldManager); len(owners) > 0 {
+	health, message := interpreter.InterpretHealth(obj)
+	if owners := interpreter.KeptBy(obj, workv1alpha1.FieldManager); len(owners) > 0 {
 		// Said on every report, applied or only observed.
-		message = strings.TrimSuffix(replicas.RetainedMessage(obj, owners)+"; "+message, "; ")
+		message = strings.TrimSuffix(interpreter.RetainedMessage(obj, owners)+"; "+message, "; ")
 	}
 	st := workv1alpha1.ManifestStatus{Identifier: m.id, Applied: true, Health: health, Message: message}
 	if status, found := obj.Object["status"]; found {
@@ -134,9 +133,9 @@ func (a *Applier) applyManifest(ctx context.Context, t target, w *workv1alpha1.W
 	}
 
 	// Retain: a replica count another manager owns in the member (an
-	// autoscaler there) stays the member's (internal/replicas.Retain).
+	// autoscaler there) stays the member's (internal/interpreter.Retain).
 	if err == nil {
-		replicas.Retain(obj, existing, workv1alpha1.FieldManager)
+		interpreter.Retain(obj, existing, workv1alpha1.FieldManager)
 	}
 
 	labels := obj.GetLabels()

@@ -6,7 +6,7 @@
 // ClusterOverridePolicies applied (internal/overrides).
 //
 //   - propagateDeps: the ConfigMaps, Secrets, ServiceAccounts and PVCs the
-//     template's pod spec references (internal/dependencies) go into the
+//     template's pod spec references (internal/interpreter.GetDependencies) go into the
 //     same Work, before the workload, with overrides applied to each; they
 //     leave the member with it. A dependency missing on the hub is skipped
 //     and named in the Rendered condition's message.
@@ -78,12 +78,11 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/federatednamespace"
-	"github.com/flotilla-io/flotilla/internal/dependencies"
 	"github.com/flotilla-io/flotilla/internal/envelope"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/membernames"
 	"github.com/flotilla-io/flotilla/internal/overrides"
 	"github.com/flotilla-io/flotilla/internal/removal"
-	"github.com/flotilla-io/flotilla/internal/replicas"
 	"github.com/flotilla-io/flotilla/internal/tenancy"
 )
 
@@ -167,7 +166,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 				b = b.WatchesRawSource(src)
 			}
 		}
-		for _, depKind := range []string{dependencies.ConfigMap, dependencies.Secret, dependencies.ServiceAccount, dependencies.PersistentVolumeClaim} {
+		for _, depKind := range []string{interpreter.ConfigMapKind, interpreter.SecretKind, interpreter.ServiceAccountKind, interpreter.PersistentVolumeClaimKind} {
 			meta := &metav1.PartialObjectMetadata{}
 			meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(depKind))
 			b = b.WatchesMetadata(meta, handler.EnqueueRequestsFromMapFunc(r.dependentsOf(kind, depKind)),
@@ -396,7 +395,7 @@ func (r *Reconciler) readDependencies(ctx context.Context, s *rendering) (bool, 
 	if !s.binding.BindingSpec().PropagateDeps {
 		return true, nil
 	}
-	refs, err := dependencies.Of(s.template)
+	refs, err := interpreter.GetDependencies(s.template)
 	if err != nil {
 		s.fail("", workv1alpha1.BindingReasonRenderFailed, "%v", err)
 		return false, nil
@@ -554,7 +553,7 @@ func (r *Reconciler) render(ctx context.Context, s *rendering, target workv1alph
 			}
 		}
 	default:
-		if _, err := replicas.Set(workload, target.Replicas); err != nil {
+		if _, err := interpreter.ReviseReplica(workload, target.Replicas); err != nil {
 			return nil, workv1alpha1.BindingReasonRenderFailed, err
 		}
 		objs = append(objs, workload)

@@ -7,7 +7,7 @@
 //     records the claim on the template's labels and annotations, and
 //     creates or updates its ResourceBinding (ClusterResourceBinding for a
 //     cluster-scoped template) with the replicas and requirements read by
-//     internal/replicas and the placement settings copied from the policy;
+//     internal/interpreter and the placement settings copied from the policy;
 //   - the policy controllers (one per policy kind) write each policy's
 //     Propagating condition: what it selects and, when nothing propagates,
 //     why (NamespaceNotFederated, NoMatchingTemplates, …).

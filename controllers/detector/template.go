@@ -25,8 +25,8 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/federatednamespace"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/policymatch"
-	"github.com/flotilla-io/flotilla/internal/replicas"
 )
 
 // Event reasons on templates.
@@ -307,7 +307,7 @@ func (r *templateReconciler) writeBinding(ctx context.Context, key TemplateKey, 
 	if err := r.APIReader.Get(ctx, key.ObjectKey(), full); err != nil {
 		return fmt.Errorf("read %s: %w", key, err)
 	}
-	count, requirements, err := replicas.Extract(full)
+	count, requirements, err := interpreter.GetReplicas(full)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,4 @@
-// Package dependencies lists the objects a workload's Pods reference in
-// their own namespace — ConfigMaps, Secrets, ServiceAccounts and
-// PersistentVolumeClaims — so that propagateDeps can carry them to the same
-// members as the workload. It is pure: it reads the template only.
-package dependencies
+package interpreter
 
 import (
 	"cmp"
@@ -12,47 +8,27 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Kinds of dependency, all in the core group.
 const (
-	ConfigMap             = "ConfigMap"
-	Secret                = "Secret"
-	ServiceAccount        = "ServiceAccount"
-	PersistentVolumeClaim = "PersistentVolumeClaim"
+	ConfigMapKind             = "ConfigMap"
+	SecretKind                = "Secret"
+	ServiceAccountKind        = "ServiceAccount"
+	PersistentVolumeClaimKind = "PersistentVolumeClaim"
 )
 
-// Reference is one dependency in the workload's namespace.
-type Reference struct {
+// Dependency is one dependency in the workload's namespace.
+type Dependency struct {
 	Kind string
 	Name string
 }
 
-// podSpecPath is where a workload kind keeps its pod spec; ok is false for
-// kinds that have none.
-func podSpecPath(obj *unstructured.Unstructured) (path []string, ok bool) {
-	template := []string{"spec", "template", "spec"}
-	switch obj.GroupVersionKind().GroupKind() {
-	case schema.GroupKind{Kind: "Pod"}:
-		return []string{"spec"}, true
-	case schema.GroupKind{Group: "apps", Kind: "Deployment"},
-		schema.GroupKind{Group: "apps", Kind: "StatefulSet"},
-		schema.GroupKind{Group: "apps", Kind: "ReplicaSet"},
-		schema.GroupKind{Group: "apps", Kind: "DaemonSet"},
-		schema.GroupKind{Group: "batch", Kind: "Job"}:
-		return template, true
-	case schema.GroupKind{Group: "batch", Kind: "CronJob"}:
-		return append([]string{"spec", "jobTemplate"}, template...), true
-	}
-	return nil, false
-}
-
-// Of lists the dependencies of a workload, sorted by kind and name, each
+// GetDependencies lists the dependencies of a workload, sorted by kind and name, each
 // once. Kinds without a pod template have none. The ServiceAccount
 // "default" is not a dependency: every namespace of every member has one.
-func Of(obj *unstructured.Unstructured) ([]Reference, error) {
-	path, ok := podSpecPath(obj)
+func GetDependencies(obj *unstructured.Unstructured) ([]Dependency, error) {
+	path, ok := PodSpecPath(groupKind(obj))
 	if !ok {
 		return nil, nil
 	}
@@ -70,34 +46,34 @@ func Of(obj *unstructured.Unstructured) ([]Reference, error) {
 	return ofPodSpec(spec), nil
 }
 
-func ofPodSpec(spec *corev1.PodSpec) []Reference {
-	var refs []Reference
+func ofPodSpec(spec *corev1.PodSpec) []Dependency {
+	var refs []Dependency
 	add := func(kind, name string) {
 		if name != "" {
-			refs = append(refs, Reference{Kind: kind, Name: name})
+			refs = append(refs, Dependency{Kind: kind, Name: name})
 		}
 	}
 	if spec.ServiceAccountName != "" && spec.ServiceAccountName != "default" {
-		add(ServiceAccount, spec.ServiceAccountName)
+		add(ServiceAccountKind, spec.ServiceAccountName)
 	}
 	for _, s := range spec.ImagePullSecrets {
-		add(Secret, s.Name)
+		add(SecretKind, s.Name)
 	}
 	for _, v := range spec.Volumes {
 		switch {
 		case v.ConfigMap != nil:
-			add(ConfigMap, v.ConfigMap.Name)
+			add(ConfigMapKind, v.ConfigMap.Name)
 		case v.Secret != nil:
-			add(Secret, v.Secret.SecretName)
+			add(SecretKind, v.Secret.SecretName)
 		case v.PersistentVolumeClaim != nil:
-			add(PersistentVolumeClaim, v.PersistentVolumeClaim.ClaimName)
+			add(PersistentVolumeClaimKind, v.PersistentVolumeClaim.ClaimName)
 		case v.Projected != nil:
 			for _, p := range v.Projected.Sources {
 				if p.ConfigMap != nil {
-					add(ConfigMap, p.ConfigMap.Name)
+					add(ConfigMapKind, p.ConfigMap.Name)
 				}
 				if p.Secret != nil {
-					add(Secret, p.Secret.Name)
+					add(SecretKind, p.Secret.Name)
 				}
 			}
 		}
@@ -106,10 +82,10 @@ func ofPodSpec(spec *corev1.PodSpec) []Reference {
 	for _, c := range containers {
 		for _, from := range c.EnvFrom {
 			if from.ConfigMapRef != nil {
-				add(ConfigMap, from.ConfigMapRef.Name)
+				add(ConfigMapKind, from.ConfigMapRef.Name)
 			}
 			if from.SecretRef != nil {
-				add(Secret, from.SecretRef.Name)
+				add(SecretKind, from.SecretRef.Name)
 			}
 		}
 		for _, e := range c.Env {
@@ -117,14 +93,14 @@ func ofPodSpec(spec *corev1.PodSpec) []Reference {
 				continue
 			}
 			if ref := e.ValueFrom.ConfigMapKeyRef; ref != nil {
-				add(ConfigMap, ref.Name)
+				add(ConfigMapKind, ref.Name)
 			}
 			if ref := e.ValueFrom.SecretKeyRef; ref != nil {
-				add(Secret, ref.Name)
+				add(SecretKind, ref.Name)
 			}
 		}
 	}
-	slices.SortFunc(refs, func(a, b Reference) int {
+	slices.SortFunc(refs, func(a, b Dependency) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
 	})
 	return slices.Compact(refs)

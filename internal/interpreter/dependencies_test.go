@@ -1,22 +1,10 @@
-package dependencies
+package interpreter
 
 import (
 	"slices"
 	"strings"
 	"testing"
-
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 )
-
-func object(t *testing.T, manifest string) *unstructured.Unstructured {
-	t.Helper()
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(manifest), &u.Object); err != nil {
-		t.Fatalf("decode manifest: %v", err)
-	}
-	return u
-}
 
 // podSpec is every kind of reference, some of them twice.
 const podSpec = `serviceAccountName: web-sa
@@ -51,14 +39,14 @@ func indent(block string, depth int) string {
 	return pad + strings.ReplaceAll(strings.TrimSuffix(block, "\n"), "\n", "\n"+pad) + "\n"
 }
 
-var everyReference = []Reference{
-	{ConfigMap, "init-env"}, {ConfigMap, "keyed-cm"}, {ConfigMap, "projected-cm"}, {ConfigMap, "settings"},
-	{PersistentVolumeClaim, "data"},
-	{Secret, "app-env"}, {Secret, "keyed-secret"}, {Secret, "projected-secret"}, {Secret, "registry"}, {Secret, "tls"},
-	{ServiceAccount, "web-sa"},
+var everyReference = []Dependency{
+	{ConfigMapKind, "init-env"}, {ConfigMapKind, "keyed-cm"}, {ConfigMapKind, "projected-cm"}, {ConfigMapKind, "settings"},
+	{PersistentVolumeClaimKind, "data"},
+	{SecretKind, "app-env"}, {SecretKind, "keyed-secret"}, {SecretKind, "projected-secret"}, {SecretKind, "registry"}, {SecretKind, "tls"},
+	{ServiceAccountKind, "web-sa"},
 }
 
-func TestOfListsEveryReferenceOnceSortedForEachWorkloadKind(t *testing.T) {
+func TestGetDependenciesListsEveryReferenceOnceSortedForEachWorkloadKind(t *testing.T) {
 	tests := []struct {
 		name     string
 		manifest string
@@ -72,7 +60,7 @@ func TestOfListsEveryReferenceOnceSortedForEachWorkloadKind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Of(object(t, tt.manifest))
+			got, err := GetDependencies(object(t, tt.manifest))
 			if err != nil {
 				t.Fatalf("Of: %v", err)
 			}
@@ -83,11 +71,11 @@ func TestOfListsEveryReferenceOnceSortedForEachWorkloadKind(t *testing.T) {
 	}
 }
 
-func TestOfSkipsTheDefaultServiceAccountAndKindsWithoutPods(t *testing.T) {
+func TestGetDependenciesSkipsTheDefaultServiceAccountAndKindsWithoutPods(t *testing.T) {
 	tests := []struct {
 		name     string
 		manifest string
-		want     []Reference
+		want     []Dependency
 	}{
 		{"the default ServiceAccount", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: w}\nspec:\n  template:\n    spec:\n      serviceAccountName: default\n      containers: [{name: c}]", nil},
 		{"a ConfigMap", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}", nil},
@@ -96,7 +84,7 @@ func TestOfSkipsTheDefaultServiceAccountAndKindsWithoutPods(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Of(object(t, tt.manifest))
+			got, err := GetDependencies(object(t, tt.manifest))
 			if err != nil || !slices.Equal(got, tt.want) {
 				t.Errorf("Of = %v, %v; want %v, nil", got, err, tt.want)
 			}

@@ -1,27 +1,25 @@
-// Package resourcehealth judges the health of an object applied to a member
-// from its own status: workloads are Healthy when their controller has seen
-// the current generation and every desired replica is up to date, ready and
-// available; a Job while it has active Pods or once it succeeded; every
-// other kind once applied. It is pure: callers pass the object read back.
-package resourcehealth
+package interpreter
 
 import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
-// Of returns the object's health and, when not Healthy, why.
-func Of(obj *unstructured.Unstructured) (workv1alpha1.ResourceHealth, string) {
-	switch obj.GroupVersionKind().GroupKind() {
-	case schema.GroupKind{Group: "apps", Kind: "Deployment"}, schema.GroupKind{Group: "apps", Kind: "StatefulSet"}:
+// InterpretHealth returns the health of an object applied to a member,
+// judged from its own status, and when not Healthy, why: workloads are
+// Healthy when their controller has seen the current generation and every
+// desired replica is up to date, ready and available; a Job while it has
+// active Pods or once it succeeded; every other kind once applied.
+func InterpretHealth(obj *unstructured.Unstructured) (workv1alpha1.ResourceHealth, string) {
+	switch groupKind(obj) {
+	case deploymentKind, statefulSetKind:
 		return workload(obj, "updatedReplicas", "readyReplicas", "availableReplicas")
-	case schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}:
+	case replicaSetKind:
 		return workload(obj, "readyReplicas", "availableReplicas")
-	case schema.GroupKind{Group: "batch", Kind: "Job"}:
+	case jobKind:
 		return job(obj)
 	}
 	return workv1alpha1.ResourceHealthy, ""

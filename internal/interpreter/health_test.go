@@ -1,4 +1,4 @@
-package resourcehealth
+package interpreter
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
-func TestOfJudgesHealthFromTheObjectsStatus(t *testing.T) {
+func TestInterpretHealthJudgesHealthFromTheObjectsStatus(t *testing.T) {
 	tests := []struct {
 		name        string
 		manifest    string
@@ -115,7 +115,7 @@ status: {observedGeneration: 1, readyReplicas: 1, availableReplicas: 1}`,
 			if err := obj.UnmarshalJSON(raw); err != nil {
 				t.Fatal(err)
 			}
-			got, msg := Of(obj)
+			got, msg := InterpretHealth(obj)
 			if got != tt.want || msg != tt.wantMessage {
 				t.Errorf("Of = %s, %q; want %s, %q", got, msg, tt.want, tt.wantMessage)
 			}

@@ -1,13 +1,4 @@
-// Package replicas reads a resource template's replica count and what one
-// replica needs, for its binding, and writes a member's share of replicas
-// back into the template rendered for that member.
-//
-// Known workload kinds follow Karmada's default resource interpreter:
-// Deployment, StatefulSet and ReplicaSet count spec.replicas, Job counts
-// spec.parallelism (both default to 1, as the API server defaults them);
-// every other kind has no replicas (0) and no requirements: it is copied
-// whole to each member it is placed on.
-package replicas
+package interpreter
 
 import (
 	"fmt"
@@ -17,33 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	podresource "k8s.io/component-helpers/resource"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
-
-var (
-	deploymentKind  = schema.GroupKind{Group: "apps", Kind: "Deployment"}
-	statefulSetKind = schema.GroupKind{Group: "apps", Kind: "StatefulSet"}
-	replicaSetKind  = schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}
-	jobKind         = schema.GroupKind{Group: "batch", Kind: "Job"}
-)
-
-// field is where a kind keeps its replica count.
-func field(gk schema.GroupKind) ([]string, bool) {
-	switch gk {
-	case deploymentKind, statefulSetKind, replicaSetKind:
-		return []string{"spec", "replicas"}, true
-	case jobKind:
-		return []string{"spec", "parallelism"}, true
-	}
-	return nil, false
-}
-
-func groupKind(obj *unstructured.Unstructured) schema.GroupKind {
-	return obj.GroupVersionKind().GroupKind()
-}
 
 // HasReplicas reports whether the template's kind carries a replica count
 // that Flotilla divides between members.
@@ -52,9 +20,9 @@ func HasReplicas(obj *unstructured.Unstructured) bool {
 	return ok
 }
 
-// Extract returns the template's desired replicas and what one replica
+// GetReplicas returns the template's desired replicas and what one replica
 // needs. Kinds without replicas give 0 and nil.
-func Extract(obj *unstructured.Unstructured) (int32, *workv1alpha1.ReplicaRequirements, error) {
+func GetReplicas(obj *unstructured.Unstructured) (int32, *workv1alpha1.ReplicaRequirements, error) {
 	var (
 		replicas *int32
 		pod      *corev1.PodTemplateSpec
@@ -131,9 +99,9 @@ func nonEmpty(l corev1.ResourceList) corev1.ResourceList {
 	return l
 }
 
-// Set writes a member's share of replicas into the template rendered for
+// ReviseReplica writes a member's share of replicas into the template rendered for
 // it. It reports false, and changes nothing, for kinds without replicas.
-func Set(obj *unstructured.Unstructured, replicas int32) (bool, error) {
+func ReviseReplica(obj *unstructured.Unstructured, replicas int32) (bool, error) {
 	f, ok := field(groupKind(obj))
 	if !ok {
 		return false, nil
@@ -152,14 +120,9 @@ func joinPath(f []string) string {
 	return s
 }
 
-var (
-	podKind                   = schema.GroupKind{Kind: "Pod"}
-	replicationControllerKind = schema.GroupKind{Kind: "ReplicationController"}
-)
-
 // Pods is how many Pods an object rendered into a member makes there and
 // what one of them requests, as a member's ResourceQuota counts them: the
-// replica count of the workload kinds Extract knows (Deployment,
+// replica count of the workload kinds GetReplicas knows (Deployment,
 // StatefulSet, ReplicaSet, Job's parallelism), 1 for a Pod, spec.replicas
 // of a ReplicationController. ok is false for every other kind, including
 // those whose Pods cannot be told from the object alone (a DaemonSet makes
@@ -189,7 +152,7 @@ func Pods(obj *unstructured.Unstructured) (n int64, req *workv1alpha1.ReplicaReq
 	if !HasReplicas(obj) {
 		return 0, nil, false, nil
 	}
-	r, rr, err := Extract(obj)
+	r, rr, err := GetReplicas(obj)
 	if err != nil {
 		return 0, nil, false, err
 	}

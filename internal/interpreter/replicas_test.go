@@ -1,4 +1,4 @@
-package replicas
+package interpreter
 
 import (
 	"testing"
@@ -29,7 +29,7 @@ func quantities(kv ...string) corev1.ResourceList {
 	return l
 }
 
-func TestExtractReadsReplicasAndWhatOneReplicaNeeds(t *testing.T) {
+func TestGetReplicasReadsReplicasAndWhatOneReplicaNeeds(t *testing.T) {
 	tests := []struct {
 		name         string
 		manifest     string
@@ -183,7 +183,7 @@ spec: {replicas: 5}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			replicas, req, err := Extract(object(t, tt.manifest))
+			replicas, req, err := GetReplicas(object(t, tt.manifest))
 			if err != nil {
 				t.Fatalf("Extract: %v", err)
 			}
@@ -197,8 +197,8 @@ spec: {replicas: 5}
 	}
 }
 
-func TestExtractReportsATemplateThatDoesNotDecodeAsItsKind(t *testing.T) {
-	_, _, err := Extract(object(t, `
+func TestGetReplicasReportsATemplateThatDoesNotDecodeAsItsKind(t *testing.T) {
+	_, _, err := GetReplicas(object(t, `
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: bad}
@@ -209,7 +209,7 @@ spec: {replicas: "six"}
 	}
 }
 
-func TestSetWritesTheMemberShareIntoTheKindsReplicaField(t *testing.T) {
+func TestReviseReplicaWritesTheMemberShareIntoTheKindsReplicaField(t *testing.T) {
 	tests := []struct {
 		name     string
 		manifest string
@@ -225,7 +225,7 @@ func TestSetWritesTheMemberShareIntoTheKindsReplicaField(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obj := object(t, tt.manifest)
-			set, err := Set(obj, tt.replicas)
+			set, err := ReviseReplica(obj, tt.replicas)
 			if err != nil || set != tt.wantSet {
 				t.Fatalf("Set = %v, %v; want %v, nil", set, err, tt.wantSet)
 			}
@@ -237,10 +237,10 @@ func TestSetWritesTheMemberShareIntoTheKindsReplicaField(t *testing.T) {
 	}
 }
 
-func TestSetLeavesKindsWithoutReplicasUnchanged(t *testing.T) {
+func TestReviseReplicaLeavesKindsWithoutReplicasUnchanged(t *testing.T) {
 	obj := object(t, "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 80}]}")
 	before := obj.DeepCopy()
-	set, err := Set(obj, 4)
+	set, err := ReviseReplica(obj, 4)
 	if err != nil || set {
 		t.Fatalf("Set = %v, %v; want false, nil", set, err)
 	}

@@ -1,4 +1,4 @@
-package replicas
+package interpreter
 
 import (
 	"slices"

@@ -6,29 +6,19 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
-// podSpecFields is where the pod spec of a workload kind lives. Image,
-// command and args overriders without a path know these kinds only.
+// podSpecFields is where the pod spec of a workload kind lives, as the
+// interpreter knows it. Image, command and args overriders without a path
+// know these kinds only.
 func podSpecFields(obj *unstructured.Unstructured) ([]string, bool) {
 	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
 	if err != nil {
 		return nil, false
 	}
-	template := []string{"spec", "template", "spec"}
-	switch gk := (schema.GroupKind{Group: gv.Group, Kind: obj.GetKind()}); gk {
-	case schema.GroupKind{Kind: "Pod"}:
-		return []string{"spec"}, true
-	case schema.GroupKind{Group: "apps", Kind: "Deployment"},
-		schema.GroupKind{Group: "apps", Kind: "ReplicaSet"},
-		schema.GroupKind{Group: "apps", Kind: "StatefulSet"},
-		schema.GroupKind{Group: "apps", Kind: "DaemonSet"},
-		schema.GroupKind{Group: "batch", Kind: "Job"}:
-		return template, true
-	case schema.GroupKind{Group: "batch", Kind: "CronJob"}:
-		return append([]string{"spec", "jobTemplate"}, template...), true
-	}
-	return nil, false
+	return interpreter.PodSpecPath(schema.GroupKind{Group: gv.Group, Kind: obj.GetKind()})
 }
 
 // container is one container of a pod spec, with the JSON pointer to it.

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/flotilla-io/flotilla/internal/replicas"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 // storageClassSuffix joins a storage class to the key it limits, as in
@@ -27,7 +27,7 @@ const betaStorageClassAnnotation = "volume.beta.kubernetes.io/storage-class"
 //   - every object: `count/<resource>[.<group>]`, and the legacy name of
 //     core kinds (configmaps, secrets, services, replicationcontrollers,
 //     persistentvolumeclaims, resourcequotas);
-//   - the Pods an object makes (replicas.Pods: Deployment, StatefulSet,
+//   - the Pods an object makes (interpreter.Pods: Deployment, StatefulSet,
 //     ReplicaSet, Job, Pod, ReplicationController): `pods`, their requests
 //     under `<name>` and `requests.<name>`, limits under `limits.<name>`;
 //   - a PersistentVolumeClaim: `requests.storage` and, for its storage
@@ -54,7 +54,7 @@ func addObject(out corev1.ResourceList, obj *unstructured.Unstructured) error {
 	for _, key := range countKeys(obj.GetAPIVersion(), obj.GetKind()) {
 		add(out, key, one)
 	}
-	n, req, ok, err := replicas.Pods(obj)
+	n, req, ok, err := interpreter.Pods(obj)
 	if err != nil {
 		return err
 	}
