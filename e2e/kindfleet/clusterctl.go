@@ -222,11 +222,18 @@ func (f *Fleet) deleteMembers(ctx context.Context, timeout time.Duration) {
 			f.opts.progress("delete cluster %s: %v", m.Spec.Name, err)
 		}
 	}
-	for _, m := range f.Members {
-		_ = wait.PollUntilContextTimeout(ctx, 5*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+	// One deadline for all: a member whose deletion hangs (no control plane
+	// left) does not add its timeout to the others'.
+	_ = wait.PollUntilContextTimeout(ctx, 5*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, m := range f.Members {
 			err := f.Hub.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.Name}, &capiv1.Cluster{})
-			return apierrors.IsNotFound(err), nil
-		})
+			if !apierrors.IsNotFound(err) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	for _, m := range f.Members {
 		left, err := containers(ctx, map[string]string{"io.x-k8s.kind.cluster": m.Spec.Name})
 		if err == nil && len(left) > 0 {
 			f.opts.progress("removing containers CAPD left of %s: %v", m.Spec.Name, left)

@@ -41,7 +41,7 @@ func (f *Fleet) installCNI(ctx context.Context) error {
 	if err := f.ensureNamespace(ctx, f.opts.Namespace); err != nil {
 		return err
 	}
-	f.opts.progress("installing kindnet in the workload clusters with a ClusterResourceSet")
+	f.opts.progress("installing the node image's default CNI (kindnet, or kind-routes in the offline image) in the workload clusters with a ClusterResourceSet")
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.opts.Namespace, Name: "kindnet"},
 		Data:       map[string]string{"kindnet.yaml": manifest.String()},

@@ -16,8 +16,8 @@ OUT=${OUT:-out}
 work=$(mktemp -d /tmp/flotilla-e2e-kind.XXXXXX)
 proxy_pid=""
 orig_docker_host=${DOCKER_HOST:-}
-had_kind_network=$(docker network ls --filter name='^kind$' --format '{{.Name}}')
-volumes_before=$(docker volume ls -q | sort)
+had_kind_network=$(docker network ls --filter name='^kind$' --format '{{.Name}}' 2>/dev/null)
+volumes_before=$(docker volume ls -q 2>/dev/null | sort)
 
 cleanup() {
 	if [ -n "$proxy_pid" ]; then kill "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null; fi
@@ -26,7 +26,7 @@ cleanup() {
 		if [ -z "$had_kind_network" ] && docker network inspect kind >/dev/null 2>&1; then
 			docker network rm kind >/dev/null 2>&1 && echo "e2e-kind: removed the kind network"
 		fi
-		new=$(comm -13 <(echo "$volumes_before") <(docker volume ls -q --filter dangling=true | sort))
+		new=$(comm -13 <(echo "$volumes_before") <(docker volume ls -q --filter dangling=true 2>/dev/null | sort))
 		if [ -n "$new" ]; then
 			echo "e2e-kind: removing $(echo "$new" | wc -l) dangling volume(s) the run left"
 			echo "$new" | xargs -r docker volume rm >/dev/null
