@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -160,6 +161,21 @@ func TestClusterctlInitAddonFlotilla(t *testing.T) {
 	})
 
 	t.Run("backs up the user's policies, not what the manager derives", func(t *testing.T) {
+		// The release defaults PropagationPolicies through the manager's
+		// webhook (failurePolicy Fail), and no manager runs here to serve
+		// it: check that init installed it, then take it out so that the
+		// user's objects below can be written.
+		mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		if err := hub.Get(ctx, client.ObjectKey{Name: "flotilla-mutating-webhook-configuration"}, mwc); err != nil {
+			t.Fatalf("the release's defaulting webhook: %v", err)
+		}
+		if len(mwc.Webhooks) != 2 || mwc.Annotations["cert-manager.io/inject-ca-from"] == "" {
+			t.Errorf("the release's defaulting webhook has %d webhooks and CA injection %q, want 2 and the serving Certificate",
+				len(mwc.Webhooks), mwc.Annotations["cert-manager.io/inject-ca-from"])
+		}
+		if err := hub.Delete(ctx, mwc); err != nil {
+			t.Fatal(err)
+		}
 		for _, o := range []string{
 			`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"apps"}}`,
 			`{"apiVersion":"policy.flotilla.io/v1alpha1","kind":"PropagationPolicy","metadata":{"name":"web","namespace":"apps"},
