@@ -2,6 +2,7 @@ package propagation_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,8 +70,8 @@ spec:
 
 	// Someone scales it in the member with an update of their own: the
 	// watch sees its generation move and the Work is applied in full at
-	// once, which reports that another manager now owns spec.replicas
-	// (Flotilla does not force fields others took; see docs/propagation.md).
+	// once; the replica count, now another manager's, stays the member's
+	// and the Work says so (retain, docs/propagation.md).
 	scaled := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 	if err := inMember(member1, scaled); err != nil {
 		t.Fatal(err)
@@ -80,13 +81,22 @@ spec:
 	if err := members[member1].Update(ctx(), scaled); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the Work reporting the conflict on spec.replicas", func() error {
+	eventually(t, "the Work applied again, reporting spec.replicas kept as the member's", func() error {
 		w, err := work(rb, member1)
 		if err != nil {
 			return err
 		}
-		return hasCondition(w, workv1alpha1.WorkApplied, metav1.ConditionFalse, workv1alpha1.WorkReasonApplyFailed, ".spec.replicas")
+		if err := hasCondition(w, workv1alpha1.WorkApplied, metav1.ConditionTrue, workv1alpha1.WorkReasonApplied, ""); err != nil {
+			return err
+		}
+		if len(w.Status.ManifestStatuses) != 1 || !strings.Contains(w.Status.ManifestStatuses[0].Message, "spec.replicas kept as the member's: owned there by") {
+			return fmt.Errorf("manifestStatuses %s", rawJSON(w.Status.ManifestStatuses))
+		}
+		return nil
 	})
+	if err := inMember(member1, scaled); err != nil || *scaled.Spec.Replicas != 5 {
+		t.Fatalf("member1's replicas %d (err %v), want its own 5 kept", *scaled.Spec.Replicas, err)
+	}
 	t.Logf("MEASURE Deployment scaled in the member → the Work reports it: %s (re-apply every %s once healthy)", time.Since(start).Round(time.Millisecond), resyncHealthy)
 	// The member's admin gives the field back: applied again at once.
 	if err := inMember(member1, scaled); err != nil {
