@@ -64,6 +64,8 @@ type Options struct {
 	Keep bool
 	// Progress receives one line per step; nil for silence.
 	Progress io.Writer
+
+	ownDir bool // Dir was made by withDefaults: Stop removes it
 }
 
 // MemberSpec is a CAPD workload cluster made from the flotilla template.
@@ -135,7 +137,7 @@ func (o Options) withDefaults() (Options, error) {
 		if err != nil {
 			return o, err
 		}
-		o.Dir = dir
+		o.Dir, o.ownDir = dir, true
 	}
 	return o, nil
 }
@@ -259,4 +261,7 @@ func (f *Fleet) Stop(ctx context.Context) {
 		f.deleteMembers(ctx, 5*time.Minute)
 	}
 	f.deleteManagementCluster()
+	if f.opts.ownDir {
+		_ = os.RemoveAll(f.opts.Dir)
+	}
 }
