@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kind/pkg/apis/config/defaults"
 
+	"github.com/flotilla-io/flotilla/e2e/kindfleet/offline"
 	"github.com/flotilla-io/flotilla/internal/hubscheme"
 )
 
@@ -92,7 +93,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Offline = os.Getenv("E2E_KIND_OFFLINE")
 	}
 	if o.Offline != "" {
-		off, err := ReadOffline(o.Offline)
+		off, err := offline.Read(o.Offline)
 		if err != nil {
 			return o, err
 		}
@@ -158,7 +159,7 @@ func (o Options) progress(format string, args ...any) {
 // members.
 type Fleet struct {
 	opts    Options
-	offline *Offline
+	offline *offline.Assets
 	// Hub is an admin client of the management cluster.
 	Hub client.Client
 	// HubKubeconfig is the path of its admin kubeconfig.
@@ -191,7 +192,7 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	}
 	f = &Fleet{opts: opts, HubKubeconfig: filepath.Join(opts.Dir, "hub.kubeconfig")}
 	if opts.Offline != "" {
-		if f.offline, err = ReadOffline(opts.Offline); err != nil {
+		if f.offline, err = offline.Read(opts.Offline); err != nil {
 			return nil, err
 		}
 		opts.Images = append(opts.Images, f.offline.Images...)

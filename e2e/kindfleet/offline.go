@@ -3,7 +3,6 @@ package kindfleet
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -16,40 +15,6 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// Offline is what `go run ./hack/kindimage -providers DIR` writes to
-// DIR/offline.json: everything a management cluster needs when no registry
-// can be reached. Keep in step with hack/kindimage's Offline.
-type Offline struct {
-	CAPIVersion                 string            `json:"capiVersion"`
-	Repository                  string            `json:"repository"`
-	Providers                   []OfflineProvider `json:"providers"`
-	Images                      []string          `json:"images"`
-	CertManager                 string            `json:"certManager"`
-	LoadBalancerImageRepository string            `json:"loadBalancerImageRepository"`
-	LoadBalancerImageTag        string            `json:"loadBalancerImageTag"`
-	NodeImage                   string            `json:"nodeImage"`
-}
-
-// OfflineProvider is one entry of clusterctl's providers list.
-type OfflineProvider struct {
-	Name string `json:"name"`
-	Type string `json:"type"`
-	URL  string `json:"url"`
-}
-
-// ReadOffline reads an offline.json.
-func ReadOffline(path string) (*Offline, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	o := &Offline{}
-	if err := json.Unmarshal(b, o); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return o, nil
-}
 
 // dockerSocket is the engine's unix socket as DOCKER_HOST names it (the
 // privileged-rewriting proxy of hack/dockerproxy, where one is needed);

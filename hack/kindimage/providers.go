@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +17,8 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-io/flotilla/e2e/kindfleet/offline"
 )
 
 // What -providers builds for a registry-less management cluster: Cluster
@@ -41,7 +42,7 @@ var HaproxyPackages = []string{"haproxy"}
 // provider is one Cluster API provider of the local clusterctl repository.
 type provider struct {
 	label, components, config, binary, image, pkg string
-	module                                         string // whose folder holds config
+	module                                        string // whose folder holds config
 }
 
 func providers() []provider {
@@ -51,34 +52,6 @@ func providers() []provider {
 		{"control-plane-kubeadm", "control-plane-components.yaml", "controlplane/kubeadm/config/default", "capi-kubeadm-control-plane", "kubeadm-control-plane-controller", "sigs.k8s.io/cluster-api/controlplane/kubeadm", capiModule},
 		{"infrastructure-docker", "infrastructure-components.yaml", "infrastructure/docker/config/default", "capd-manager", "capd-manager", "sigs.k8s.io/cluster-api/test/infrastructure/docker", capiTest},
 	}
-}
-
-// Offline is what -providers writes next to the repository as offline.json,
-// read by e2e/kindfleet.
-type Offline struct {
-	CAPIVersion string `json:"capiVersion"`
-	// Repository is the clusterctl local repository of the four providers:
-	// <label>/<version>/{<components>.yaml,metadata.yaml}.
-	Repository string `json:"repository"`
-	// Providers map clusterctl's provider names to their components' files.
-	Providers []OfflineProvider `json:"providers"`
-	// Images are OCI archives to load into the management cluster's nodes.
-	Images []string `json:"images"`
-	// CertManager is the manifest of the cert-manager stand-in.
-	CertManager string `json:"certManager"`
-	// LoadBalancerImageRepository and Tag go to a DockerCluster's
-	// spec.loadBalancer; the image is in the Docker engine.
-	LoadBalancerImageRepository string `json:"loadBalancerImageRepository"`
-	LoadBalancerImageTag        string `json:"loadBalancerImageTag"`
-	// NodeImage is the node image, in the Docker engine.
-	NodeImage string `json:"nodeImage"`
-}
-
-// OfflineProvider is one entry of clusterctl's providers list.
-type OfflineProvider struct {
-	Name string `json:"name"`
-	Type string `json:"type"`
-	URL  string `json:"url"`
 }
 
 var providerTypes = map[string][2]string{
@@ -142,14 +115,14 @@ func (o options) buildProviders(root, out, nodeImage string) error {
 	if err := copyTree(cached, outAbs); err != nil {
 		return err
 	}
-	off := Offline{
+	off := offline.Assets{
 		CAPIVersion: capiVersion, Repository: filepath.Join(outAbs, "repository"),
 		CertManager: filepath.Join(outAbs, "cert-issuer.yaml"), LoadBalancerImageRepository: haproxyRepo,
 		LoadBalancerImageTag: haproxyTag, NodeImage: nodeImage,
 	}
 	for _, p := range providers() {
 		t := providerTypes[p.label]
-		off.Providers = append(off.Providers, OfflineProvider{Name: t[0], Type: t[1],
+		off.Providers = append(off.Providers, offline.Provider{Name: t[0], Type: t[1],
 			URL: "file://" + filepath.Join(off.Repository, p.label, capiVersion, p.components)})
 	}
 	imgs, err := filepath.Glob(filepath.Join(outAbs, "images", "*.tar"))
@@ -157,12 +130,8 @@ func (o options) buildProviders(root, out, nodeImage string) error {
 		return err
 	}
 	off.Images = imgs
-	b, err := json.MarshalIndent(off, "", "  ")
-	if err != nil {
-		return err
-	}
 	logf("providers: %s (clusterctl repository, images, cert-manager stand-in); load balancer %s", outAbs, lbTag)
-	return os.WriteFile(filepath.Join(outAbs, "offline.json"), append(b, '\n'), 0o644)
+	return offline.Write(filepath.Join(outAbs, "offline.json"), &off)
 }
 
 func writeProviders(root, out, capiVersion, key string) error {
