@@ -15,8 +15,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/interpreter/luavm"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
@@ -101,7 +103,7 @@ func preview(ctx context.Context, out io.Writer, c client.Client, template *unst
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	count, requirements, err := interpreter.GetReplicas(template)
+	count, requirements, err := customizedInterpreter(ctx, c).GetReplicas(ctx, template)
 	if err != nil {
 		return fmt.Errorf("read %s %s: %w", template.GetKind(), template.GetName(), err)
 	}
@@ -152,3 +154,17 @@ func messageOf(err error) string {
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// customizedInterpreter is the interpreter with the hub's
+// ResourceInterpreterCustomizations loaded, so that a customized kind is
+// previewed with the replicas the manager would read. Without the right
+// to list them (or on a hub without the kind), the built-in interpreter.
+func customizedInterpreter(ctx context.Context, c client.Reader) *interpreter.Interpreter {
+	list := &configv1alpha1.ResourceInterpreterCustomizationList{}
+	if err := c.List(ctx, list); err != nil {
+		return nil
+	}
+	i := interpreter.New(luavm.New(luavm.Limits{}))
+	i.Load(list.Items)
+	return i
+}

@@ -4,9 +4,9 @@
 #   (clusterctl upgrade and delete find the CRDs by it);
 # - cluster.x-k8s.io/v1beta2: v1alpha1 — the contract label naming the API
 #   version that satisfies Cluster API's v1beta2 contract;
-# - clusterctl.cluster.x-k8s.io/move on the policy.flotilla.io kinds only —
+# - clusterctl.cluster.x-k8s.io/move on the policy.flotilla.io and config.flotilla.io kinds only —
 #   `clusterctl move` copies every object of a kind so labelled: policies and
-#   quotas are the user's intent. Members, bindings and Works are not moved:
+#   quotas and interpreter customizations are the user's intent. Members, bindings and Works are not moved:
 #   the target hub's flotilla-manager derives them again.
 # Idempotent: a label already present is not added twice.
 set -euo pipefail
@@ -14,7 +14,7 @@ dir=$1
 for f in "$dir"/*.yaml; do
   labels=("cluster.x-k8s.io/provider: addon-flotilla" "cluster.x-k8s.io/v1beta2: v1alpha1")
   case $(basename "$f") in
-    policy.flotilla.io_*) labels+=('clusterctl.cluster.x-k8s.io/move: ""') ;;
+    policy.flotilla.io_*|config.flotilla.io_*) labels+=('clusterctl.cluster.x-k8s.io/move: ""') ;;
   esac
   for label in "${labels[@]}"; do
     key=${label%%:*}

@@ -1,6 +1,6 @@
 // Package webhooks holds flotilla-manager's admission webhooks: the checks
-// that the CRD schema cannot express within the apiserver's CEL cost budget,
-// Karmada's defaults for propagation policies (which depend on other
+// that the CRD schema cannot express within the apiserver's CEL cost budget
+// or that need the Lua compiler (interpreter customizations), Karmada's defaults for propagation policies (which depend on other
 // fields), and the quota warnings on workload templates (WorkloadQuota). Each webhook
 // delegates its logic to a pure library under internal/.
 package webhooks
@@ -31,6 +31,9 @@ func SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	if err := (&ClusterOverridePolicy{}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&ResourceInterpreterCustomization{}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return (&WorkloadQuota{}).SetupWithManager(mgr)

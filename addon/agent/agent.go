@@ -55,9 +55,13 @@ import (
 	"github.com/flotilla-io/flotilla/addon/agent/credentials"
 	"github.com/flotilla-io/flotilla/addon/agent/lease"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/applier"
+	"github.com/flotilla-io/flotilla/controllers/customization"
 	"github.com/flotilla-io/flotilla/controllers/memberwatch"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/interpreter/luavm"
 )
 
 // Config configures the agent.
@@ -159,7 +163,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("member client: %w", err)
 	}
 	s := &sessions{cfg: cfg, member: member{name: cfg.Member, client: memberClient}, memberSet: memberSet,
-		applied: applier.NewApplied(cfg.Execution.ResyncHealthy), wakeups: make(chan event.GenericEvent, 1024)}
+		applied: applier.NewApplied(cfg.Execution.ResyncHealthy), wakeups: make(chan event.GenericEvent, 1024),
+		interpreter: interpreter.New(luavm.New(luavm.Limits{}))}
 	// The watch of applied objects outlives hub sessions: what runs in the
 	// member does not change with the hub's credentials.
 	s.watcher = &memberwatch.Watcher{
@@ -212,6 +217,8 @@ type sessions struct {
 	// whose objects changed to the current session's controller.
 	watcher *memberwatch.Watcher
 	wakeups chan event.GenericEvent
+	// interpreter outlives sessions; each loads the customizations again.
+	interpreter *interpreter.Interpreter
 }
 
 // run loads the credentials and runs one session until ctx ends, the
@@ -252,7 +259,7 @@ func (s *sessions) manager(hubConfig *rest.Config) (manager.Manager, error) {
 	hubConfig.UserAgent = "flotilla-agent/" + cfg.Member
 	hubConfig.QPS, hubConfig.Burst = 20, 40
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1alpha1.AddToScheme, workv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1alpha1.AddToScheme, workv1alpha1.AddToScheme, configv1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}
@@ -279,11 +286,16 @@ func (s *sessions) manager(hubConfig *rest.Config) (manager.Manager, error) {
 		return nil, err
 	}
 	hub := mgr.GetClient()
+	// The platform's interpreter customizations, read from the hub, judge
+	// what this agent applies as the hub judges what it applies itself.
+	if err := (&customization.Reconciler{Client: hub, Interpreter: s.interpreter}).SetupWithManager(mgr, "agent-customization"); err != nil {
+		return nil, err
+	}
 	works := &workReconciler{
 		hub:    hub,
 		member: cfg.Member,
 		applier: &applier.Applier{Works: hub, Members: s.member, Access: applier.Confined{},
-			Recorder: mgr.GetEventRecorder("flotilla-agent"), Options: cfg.Execution},
+			Recorder: mgr.GetEventRecorder("flotilla-agent"), Options: cfg.Execution, Interpreter: s.interpreter},
 		applied: s.applied,
 		watcher: s.watcher,
 		mode:    &syncModeGate{hub: hub, member: cfg.Member, ttl: cfg.StatusPeriod, clock: cfg.Clock},

@@ -47,6 +47,7 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 // MemberClients hands out a client of a member with the member's REST
@@ -147,6 +148,9 @@ type Applier struct {
 	Recorder events.EventRecorder
 	// Access, when set, is asked before each apply for what the Work needs.
 	Access Access
+	// Interpreter judges health, reflects status and retains member values;
+	// nil knows the built-in kinds only.
+	Interpreter *interpreter.Interpreter
 	Options
 }
 

@@ -2,7 +2,6 @@ package applier
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -93,19 +91,20 @@ func (m *manifest) failed(reason, format string, args ...any) *result {
 }
 
 // applied is the result of an object the member holds as Flotilla's: its
-// health and status as the member returned it.
-func (m *manifest) applied(obj *unstructured.Unstructured) result {
-	health, message := interpreter.InterpretHealth(obj)
+// health and the status the interpreter reflects of it.
+func (a *Applier) applied(ctx context.Context, m *manifest, obj *unstructured.Unstructured) result {
+	health, message := a.Interpreter.InterpretHealth(ctx, obj)
 	if owners := interpreter.KeptBy(obj, workv1alpha1.FieldManager); len(owners) > 0 {
 		// Said on every report, applied or only observed.
 		message = strings.TrimSuffix(interpreter.RetainedMessage(obj, owners)+"; "+message, "; ")
 	}
 	st := workv1alpha1.ManifestStatus{Identifier: m.id, Applied: true, Health: health, Message: message}
-	if status, found := obj.Object["status"]; found {
-		if raw, err := json.Marshal(status); err == nil {
-			st.Status = &runtime.RawExtension{Raw: raw}
-		}
+	status, err := a.Interpreter.ReflectStatus(ctx, obj)
+	if err != nil {
+		st.Health = workv1alpha1.ResourceUnknown
+		st.Message = strings.TrimSuffix(err.Error()+"; "+message, "; ")
 	}
+	st.Status = status
 	return result{status: st}
 }
 
@@ -132,10 +131,13 @@ func (a *Applier) applyManifest(ctx context.Context, t target, w *workv1alpha1.W
 		return *m.failed(workv1alpha1.WorkReasonApplyFailed, "read the object in the member: %v", err)
 	}
 
-	// Retain: a replica count another manager owns in the member (an
-	// autoscaler there) stays the member's (internal/interpreter.Retain).
+	// Retain: what the member owns stays the member's — a replica count
+	// another manager owns there (an autoscaler), and what a customization's
+	// retention script keeps (internal/interpreter.Retain).
 	if err == nil {
-		interpreter.Retain(obj, existing, workv1alpha1.FieldManager)
+		if _, err := a.Interpreter.Retain(ctx, obj, existing, workv1alpha1.FieldManager); err != nil {
+			return *m.failed(workv1alpha1.WorkReasonApplyFailed, "%v", err)
+		}
 	}
 
 	labels := obj.GetLabels()
@@ -152,7 +154,7 @@ func (a *Applier) applyManifest(ctx context.Context, t target, w *workv1alpha1.W
 		return *m.failed(workv1alpha1.WorkReasonApplyFailed, "%v", err)
 	}
 	// obj now holds the object as the member returned it.
-	return m.applied(obj)
+	return a.applied(ctx, m, obj)
 }
 
 // observeManifest reads a manifest's object from the member without
@@ -173,7 +175,7 @@ func (a *Applier) observeManifest(ctx context.Context, t target, w *workv1alpha1
 	case !managedByFlotilla(obj):
 		return *m.failed(workv1alpha1.WorkReasonConflict, "%s", conflictMessage(w))
 	}
-	return m.applied(obj)
+	return a.applied(ctx, m, obj)
 }
 
 func failedBefore(previous []workv1alpha1.ManifestStatus, st workv1alpha1.ManifestStatus) bool {

@@ -52,6 +52,9 @@ func (r *Reconciler) chargeQuota(ctx context.Context, s *rendering, rendered map
 			kept[works[i].Labels[clusterv1alpha1.MemberLabel]] = works[i].Spec.Workload.Manifests
 		}
 	}
+	pods := func(obj *unstructured.Unstructured) (int64, *workv1alpha1.ReplicaRequirements, bool, error) {
+		return r.Interpreter.Pods(ctx, obj)
+	}
 	deps := map[string]bool{}
 	for _, d := range s.deps {
 		deps[d.GetKind()+"/"+d.GetName()] = true
@@ -60,13 +63,13 @@ func (r *Reconciler) chargeQuota(ctx context.Context, s *rendering, rendered map
 	for _, target := range s.binding.BindingSpec().Clusters {
 		m := tracker.MemberRendering{Member: target.Name}
 		if manifests, ok := kept[target.Name]; ok {
-			if m.Kept, err = manifestsUsage(manifests, deps); err != nil {
+			if m.Kept, err = manifestsUsage(manifests, deps, pods); err != nil {
 				return nil, fmt.Errorf("usage of the Work of member %s: %w", target.Name, err)
 			}
 		}
 		m.Rendered = m.Kept
 		if manifests, ok := rendered[target.Name]; ok {
-			if m.Rendered, err = manifestsUsage(manifests, deps); err != nil {
+			if m.Rendered, err = manifestsUsage(manifests, deps, pods); err != nil {
 				return nil, fmt.Errorf("usage of what member %s would receive: %w", target.Name, err)
 			}
 		}
@@ -115,7 +118,7 @@ func (r *Reconciler) raisedBy(ctx context.Context, s *rendering, member string) 
 
 // manifestsUsage is what a member's ResourceQuota counts of a Work's
 // manifests, leaving out the propagated dependencies (kind/name in deps).
-func manifestsUsage(manifests []workv1alpha1.Manifest, deps map[string]bool) (corev1.ResourceList, error) {
+func manifestsUsage(manifests []workv1alpha1.Manifest, deps map[string]bool, pods quota.PodsOf) (corev1.ResourceList, error) {
 	objs, err := decodeManifests(manifests)
 	if err != nil {
 		return nil, err
@@ -126,7 +129,7 @@ func manifestsUsage(manifests []workv1alpha1.Manifest, deps map[string]bool) (co
 			counted = append(counted, o)
 		}
 	}
-	return quota.ObjectsUsage(counted)
+	return quota.ObjectsUsage(counted, pods)
 }
 
 // decodeManifests reads a Work's manifests back into objects.

@@ -130,6 +130,9 @@ type Reconciler struct {
 	// Removals paces the deletion of Works whose objects leave their
 	// member (removal.go); nil deletes at once.
 	Removals *removal.Limiter
+	// Interpreter revises replicas and finds dependencies; nil knows the
+	// built-in kinds only.
+	Interpreter *interpreter.Interpreter
 
 	deps dependencyIndex
 }
@@ -166,7 +169,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 				b = b.WatchesRawSource(src)
 			}
 		}
-		for _, depKind := range []string{interpreter.ConfigMapKind, interpreter.SecretKind, interpreter.ServiceAccountKind, interpreter.PersistentVolumeClaimKind} {
+		for _, depKind := range interpreter.DependencyKinds {
 			meta := &metav1.PartialObjectMetadata{}
 			meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(depKind))
 			b = b.WatchesMetadata(meta, handler.EnqueueRequestsFromMapFunc(r.dependentsOf(kind, depKind)),
@@ -395,9 +398,9 @@ func (r *Reconciler) readDependencies(ctx context.Context, s *rendering) (bool, 
 	if !s.binding.BindingSpec().PropagateDeps {
 		return true, nil
 	}
-	refs, err := interpreter.GetDependencies(s.template)
+	refs, err := r.Interpreter.GetDependencies(ctx, s.template)
 	if err != nil {
-		s.fail("", workv1alpha1.BindingReasonRenderFailed, "%v", err)
+		s.fail("", reasonOf(err, workv1alpha1.BindingReasonRenderFailed), "%v", err)
 		return false, nil
 	}
 	for _, ref := range refs {
@@ -553,8 +556,8 @@ func (r *Reconciler) render(ctx context.Context, s *rendering, target workv1alph
 			}
 		}
 	default:
-		if _, err := interpreter.ReviseReplica(workload, target.Replicas); err != nil {
-			return nil, workv1alpha1.BindingReasonRenderFailed, err
+		if _, err := r.Interpreter.ReviseReplica(ctx, workload, target.Replicas); err != nil {
+			return nil, reasonOf(err, workv1alpha1.BindingReasonRenderFailed), err
 		}
 		objs = append(objs, workload)
 	}
@@ -566,6 +569,16 @@ func (r *Reconciler) render(ctx context.Context, s *rendering, target workv1alph
 		return nil, workv1alpha1.BindingReasonWorkTooLarge, err
 	}
 	return manifests, "", nil
+}
+
+// reasonOf is InterpreterFailed for a customization's script failing,
+// otherwise reason.
+func reasonOf(err error, reason string) string {
+	var script *interpreter.ScriptError
+	if errors.As(err, &script) {
+		return workv1alpha1.BindingReasonInterpreterFailed
+	}
+	return reason
 }
 
 // confine applies the tenancy rule to obj, about to go into member's Work:

@@ -39,6 +39,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 // Templates can be of any kind the hub serves: the detector watches their
@@ -66,6 +69,11 @@ type Detector struct {
 	RESTMapper meta.RESTMapper
 	// Recorder records events on templates.
 	Recorder events.EventRecorder
+	// Interpreter reads templates' replicas; nil reads built-in kinds only.
+	Interpreter *interpreter.Interpreter
+	// KindChanged, when set, carries kinds whose templates are to be read
+	// again (their interpreter customizations changed).
+	KindChanged <-chan event.TypedGenericEvent[schema.GroupVersionKind]
 }
 
 // SetupWithManager registers the template controller and the two policy

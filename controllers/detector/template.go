@@ -2,12 +2,15 @@ package detector
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -75,6 +78,11 @@ func (r *templateReconciler) setup(mgr ctrl.Manager, options controller.TypedOpt
 			return fmt.Errorf("detector: %w", err)
 		}
 	}
+	if r.KindChanged != nil {
+		if err := c.Watch(source.TypedChannel(r.KindChanged, handler.TypedEnqueueRequestsFromMapFunc(r.templatesOfKind))); err != nil {
+			return fmt.Errorf("detector: %w", err)
+		}
+	}
 	r.kinds.addSink("detector", func(gvk schema.GroupVersionKind) error {
 		return c.Watch(source.TypedKind(r.Cache, metadataOf(gvk),
 			handler.TypedEnqueueRequestsFromMapFunc(func(_ context.Context, o *metav1.PartialObjectMetadata) []TemplateKey {
@@ -136,6 +144,13 @@ func (r *templateReconciler) Reconcile(ctx context.Context, key TemplateKey) (ct
 		return ctrl.Result{}, err
 	}
 	if err := r.writeBinding(ctx, key, tmpl, chosen); err != nil {
+		var script *interpreter.ScriptError
+		if errors.As(err, &script) {
+			// Not retried: the same script fails the same way until the
+			// template or the customization changes, and both re-queue it.
+			r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, workv1alpha1.BindingReasonInterpreterFailed, "Propagate", "%s", err.Error())
+			return ctrl.Result{}, r.interpretationFailed(ctx, key, script)
+		}
 		r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, BindingFailedReason, "Propagate", "%s", err.Error())
 		return ctrl.Result{}, err
 	}
@@ -307,7 +322,7 @@ func (r *templateReconciler) writeBinding(ctx context.Context, key TemplateKey, 
 	if err := r.APIReader.Get(ctx, key.ObjectKey(), full); err != nil {
 		return fmt.Errorf("read %s: %w", key, err)
 	}
-	count, requirements, err := interpreter.GetReplicas(full)
+	count, requirements, err := r.Interpreter.GetReplicas(ctx, full)
 	if err != nil {
 		return err
 	}
@@ -338,6 +353,39 @@ func (r *templateReconciler) writeBinding(ctx context.Context, key TemplateKey, 
 	})
 	if err != nil {
 		return fmt.Errorf("write the binding of %s: %w", key, err)
+	}
+	if apimeta.FindStatusCondition(b.BindingStatus().Conditions, workv1alpha1.ConditionInterpreted) != nil {
+		before := obj.DeepCopyObject().(client.Object)
+		apimeta.RemoveStatusCondition(&b.BindingStatus().Conditions, workv1alpha1.ConditionInterpreted)
+		if err := r.Client.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("clear the Interpreted condition of the binding of %s: %w", key, err)
+		}
+	}
+	return nil
+}
+
+// interpretationFailed says on the template's binding, when it has one,
+// that a customization's script could not read the template; its spec
+// keeps what was last read.
+func (r *templateReconciler) interpretationFailed(ctx context.Context, key TemplateKey, script *interpreter.ScriptError) error {
+	b := newBinding(key)
+	obj := b.(client.Object)
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !bindingOf(b, key) {
+		return nil
+	}
+	before := obj.DeepCopyObject().(client.Object)
+	changed := apimeta.SetStatusCondition(&b.BindingStatus().Conditions, metav1.Condition{
+		Type: workv1alpha1.ConditionInterpreted, Status: metav1.ConditionFalse, ObservedGeneration: obj.GetGeneration(),
+		Reason: workv1alpha1.BindingReasonInterpreterFailed, Message: script.Error(),
+	})
+	if !changed {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("say on the binding of %s that its template could not be read: %w", key, err)
 	}
 	return nil
 }
@@ -390,6 +438,24 @@ func (r *templateReconciler) templatesOfPolicy(ctx context.Context, obj client.O
 		for _, t := range list.Items {
 			keys = append(keys, TemplateKey{GVK: gvk, Namespace: t.Namespace, Name: t.Name})
 		}
+	}
+	return keys
+}
+
+// templatesOfKind lists the templates of one kind, when the detector
+// watches it.
+func (r *templateReconciler) templatesOfKind(ctx context.Context, gvk schema.GroupVersionKind) []TemplateKey {
+	if !slices.Contains(r.kinds.Kinds(), gvk) {
+		return nil
+	}
+	list := metadataListOf(gvk)
+	if err := r.Client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "List templates of a kind whose customization changed", "kind", gvk)
+		return nil
+	}
+	keys := make([]TemplateKey, 0, len(list.Items))
+	for _, t := range list.Items {
+		keys = append(keys, TemplateKey{GVK: gvk, Namespace: t.Namespace, Name: t.Name})
 	}
 	return keys
 }

@@ -18,6 +18,7 @@ import (
 	agentmanifests "github.com/flotilla-io/flotilla/addon/agent/manifests"
 	estimatormanifests "github.com/flotilla-io/flotilla/addon/estimator/manifests"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/memberclient"
 )
@@ -173,11 +174,15 @@ func agentHubRules() []rbacv1.PolicyRule {
 
 // agentMemberClusterRules let the agent read its own MemberCluster and
 // write only its status: never its spec (sync mode, taints, placement).
+// It reads the ResourceInterpreterCustomizations too: the platform's
+// scripts judge health, reflect status and retain member values of the
+// objects it applies, as the hub does for Push members.
 func agentMemberClusterRules(member string) []rbacv1.PolicyRule {
 	group := clusterv1alpha1.GroupVersion.Group
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{group}, Resources: []string{"memberclusters"}, ResourceNames: []string{member}, Verbs: []string{"get"}},
 		{APIGroups: []string{group}, Resources: []string{"memberclusters/status"}, ResourceNames: []string{member}, Verbs: []string{"get", "update", "patch"}},
+		{APIGroups: []string{configv1alpha1.GroupVersion.Group}, Resources: []string{"resourceinterpretercustomizations"}, Verbs: []string{"get", "list", "watch"}},
 	}
 }
 

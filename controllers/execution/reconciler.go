@@ -63,6 +63,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/memberclient"
 	"github.com/flotilla-io/flotilla/controllers/memberwatch"
 	"github.com/flotilla-io/flotilla/controllers/metrics"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 // Defaults of the member isolation settings.
@@ -130,6 +131,9 @@ type Reconciler struct {
 	// and has a Work looked at again as soon as one of them changes (its
 	// Changed is set here; it runs as one of the manager's runnables).
 	Watcher *memberwatch.Watcher
+	// Interpreter judges health, reflects status and retains member values
+	// of the objects applied; nil knows the built-in kinds only.
+	Interpreter *interpreter.Interpreter
 
 	applier    *applier.Applier
 	applied    *applier.Applied
@@ -154,7 +158,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 	if r.WithdrawTimeout <= 0 {
 		r.WithdrawTimeout = DefaultWithdrawTimeout
 	}
-	r.applier = &applier.Applier{Works: r.Client, Members: r.MemberClients, Access: r.Access, Recorder: r.Recorder, Options: r.Options}
+	r.applier = &applier.Applier{Works: r.Client, Members: r.MemberClients, Access: r.Access, Recorder: r.Recorder, Options: r.Options,
+		Interpreter: r.Interpreter}
 	r.applied = applier.NewApplied(r.ResyncHealthy)
 	r.wakeups = make(chan event.GenericEvent, 1024)
 	r.inFlight = newInFlight(r.MaxInFlightPerMember, r.wakeups)

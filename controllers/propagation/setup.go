@@ -1,5 +1,6 @@
 // Package propagation wires the propagation pipeline into a manager:
-// federated namespaces kept inert (federatednamespace), templates matched to
+// federated namespaces kept inert (federatednamespace), the interpreter's
+// customizations loaded (customization), templates matched to
 // policies and bound (detector), bindings rendered into Works (binding),
 // Works applied to Push-mode members (execution) and their status
 // aggregated into bindings (status). docs/propagation.md describes the
@@ -14,14 +15,17 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/flotilla-io/flotilla/controllers/binding"
+	"github.com/flotilla-io/flotilla/controllers/customization"
 	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/federatednamespace"
@@ -29,6 +33,8 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/memberwatch"
 	quotacontroller "github.com/flotilla-io/flotilla/controllers/quota"
 	"github.com/flotilla-io/flotilla/controllers/status"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/interpreter/luavm"
 	"github.com/flotilla-io/flotilla/internal/quota/tracker"
 	"github.com/flotilla-io/flotilla/internal/removal"
 )
@@ -87,14 +93,27 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		SetupWithManager(mgr, options); err != nil {
 		return fmt.Errorf("federated namespace controller: %w", err)
 	}
+	// One interpreter for the pipeline, its customizations loaded from the
+	// hub; a changed customization has the templates of its kind read again.
+	interp := interpreter.New(luavm.New(luavm.Limits{}))
+	kindChanged := make(chan event.TypedGenericEvent[schema.GroupVersionKind], 64)
+	if err := (&customization.Reconciler{
+		Client: c, Interpreter: interp,
+		Changed: func(gvk schema.GroupVersionKind) {
+			kindChanged <- event.TypedGenericEvent[schema.GroupVersionKind]{Object: gvk}
+		},
+	}).SetupWithManager(mgr, "customization"); err != nil {
+		return fmt.Errorf("customization controller: %w", err)
+	}
 	d := &detector.Detector{
 		Client: c, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), RESTMapper: mgr.GetRESTMapper(),
-		Recorder: mgr.GetEventRecorder("flotilla-detector"),
+		Recorder: mgr.GetEventRecorder("flotilla-detector"), Interpreter: interp, KindChanged: kindChanged,
 	}
 	if err := d.SetupWithManager(ctx, mgr, controller.TypedOptions[detector.TemplateKey]{MaxConcurrentReconciles: opts.Concurrency}); err != nil {
 		return fmt.Errorf("detector: %w", err)
 	}
-	br := &binding.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-binding"), Removals: opts.Removals}
+	br := &binding.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-binding"), Removals: opts.Removals,
+		Interpreter: interp}
 	if opts.Quota != nil {
 		br.Quota = opts.Quota
 		br.QuotaWakeups = []source.TypedSource[reconcile.Request]{quotacontroller.NewRenderRetry(c, opts.Quota)}
@@ -109,11 +128,11 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if err := (&execution.Reconciler{
 		Client: c, MemberClients: opts.MemberClients, Access: opts.MemberAccess, Recorder: mgr.GetEventRecorder("flotilla-execution"),
 		Options: opts.Execution, Health: opts.MemberHealth, MaxInFlightPerMember: opts.MaxInFlightPerMember, MemberTimeout: opts.MemberTimeout,
-		WithdrawTimeout: opts.WithdrawTimeout, Watcher: watcher,
+		WithdrawTimeout: opts.WithdrawTimeout, Watcher: watcher, Interpreter: interp,
 	}).SetupWithManager(mgr, options); err != nil {
 		return fmt.Errorf("execution controller: %w", err)
 	}
-	if err := (&status.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("flotilla-status")}).
+	if err := (&status.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-status"), Interpreter: interp}).
 		SetupWithManager(mgr, options); err != nil {
 		return fmt.Errorf("status controller: %w", err)
 	}

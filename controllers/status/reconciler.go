@@ -6,10 +6,12 @@
 // condition, True when every member of spec.clusters has applied its Work.
 // Members that fail to apply are also reported as events on the template.
 //
-// The template's own status on the hub is not written: the hub's
-// kube-controller-manager owns it (a hub Deployment's status counts the
-// Pods the inert quota refused), and the two would fight. The binding's
-// status and printer columns are where fleet-wide status is read.
+// The template's own status on the hub is written only for kinds a
+// ResourceInterpreterCustomization aggregates (statusAggregation): nothing
+// on the hub owns a custom kind's status. A built-in kind's status belongs
+// to the hub's kube-controller-manager (a hub Deployment's status counts
+// the Pods the inert quota refused), and the two would fight; the binding's
+// status and printer columns are where its fleet-wide status is read.
 package status
 
 import (
@@ -20,7 +22,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -39,6 +43,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/binding"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 // ApplyFailedReason is the event reason on a template whose Work a member
@@ -54,6 +59,11 @@ const ApplyFailedReason = "ApplyFailed"
 type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// APIReader reads templates of kinds the hub does not cache.
+	APIReader client.Reader
+	// Interpreter aggregates customized kinds' status into their
+	// templates; nil aggregates into bindings only.
+	Interpreter *interpreter.Interpreter
 }
 
 // SetupWithManager registers one controller per binding kind.
@@ -93,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, kind string, req ctrl.Reques
 	}
 	previous := conditions.Get(b, workv1alpha1.ConditionFullyApplied).DeepCopy() // Get points into the list Set changes
 	defer func() {
-		if err := helper.Patch(ctx, b, patch.WithOwnedConditions{Conditions: []string{workv1alpha1.ConditionFullyApplied}}); err != nil {
+		if err := helper.Patch(ctx, b, patch.WithOwnedConditions{Conditions: []string{workv1alpha1.ConditionFullyApplied, workv1alpha1.ConditionStatusAggregated}}); err != nil {
 			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patch %s %s: %w", kind, req.NamespacedName, err)})
 		}
 	}()
@@ -113,7 +123,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, kind string, req ctrl.Reques
 	if a.Failed && (previous == nil || previous.Message != a.Condition.Message) {
 		r.Recorder.Eventf(binding.TemplateRef(b), b, corev1.EventTypeWarning, ApplyFailedReason, "Apply", "%s", a.Condition.Message)
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, r.aggregateIntoTemplate(ctx, b, a.Items)
+}
+
+// aggregateIntoTemplate writes the template's status from the members'
+// when a customization aggregates its kind, and says on the binding
+// (condition StatusAggregated) when its script fails.
+func (r *Reconciler) aggregateIntoTemplate(ctx context.Context, b workv1alpha1.Binding, items []workv1alpha1.AggregatedStatusItem) error {
+	ref := binding.TemplateRef(b)
+	template := &unstructured.Unstructured{}
+	template.SetGroupVersionKind(ref.GroupVersionKind())
+	if r.Interpreter == nil || !r.Interpreter.AggregatesStatus(template) {
+		conditions.Delete(b, workv1alpha1.ConditionStatusAggregated)
+		return nil
+	}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ref), template); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	aggregated, _, err := r.Interpreter.AggregateStatus(ctx, template, items)
+	if err != nil {
+		conditions.Set(b, metav1.Condition{Type: workv1alpha1.ConditionStatusAggregated, Status: metav1.ConditionFalse,
+			Reason: workv1alpha1.BindingReasonInterpreterFailed, Message: err.Error(), ObservedGeneration: b.GetGeneration()})
+		return nil
+	}
+	conditions.Set(b, metav1.Condition{Type: workv1alpha1.ConditionStatusAggregated, Status: metav1.ConditionTrue,
+		Reason: workv1alpha1.BindingReasonStatusAggregated, ObservedGeneration: b.GetGeneration(),
+		Message: fmt.Sprintf("the status of %s %s is aggregated from its members", template.GetKind(), template.GetName())})
+	if equality.Semantic.DeepEqual(template.Object["status"], aggregated.Object["status"]) {
+		return nil
+	}
+	// Optimistic: a template changed since it was read is aggregated again
+	// on the conflict's retry.
+	if err := r.Client.Status().Patch(ctx, aggregated, client.MergeFromWithOptions(template, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("write the aggregated status of %s %s: %w", template.GetKind(), client.ObjectKeyFromObject(template), err)
+	}
+	return nil
 }
 
 // Aggregation is a binding's status computed from its Works.

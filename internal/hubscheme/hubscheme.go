@@ -11,6 +11,7 @@ import (
 	capiv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
@@ -21,7 +22,7 @@ func New() *runtime.Scheme {
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
 		capiv1.AddToScheme, addonsv1.AddToScheme,
-		clusterv1alpha1.AddToScheme, policyv1alpha1.AddToScheme, workv1alpha1.AddToScheme,
+		clusterv1alpha1.AddToScheme, policyv1alpha1.AddToScheme, workv1alpha1.AddToScheme, configv1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err) // only a programming error: every AddToScheme above is static

@@ -18,6 +18,9 @@ const (
 	PersistentVolumeClaimKind = "PersistentVolumeClaim"
 )
 
+// DependencyKinds are the kinds Flotilla propagates as dependencies.
+var DependencyKinds = []string{ConfigMapKind, SecretKind, ServiceAccountKind, PersistentVolumeClaimKind}
+
 // Dependency is one dependency in the workload's namespace.
 type Dependency struct {
 	Kind string
@@ -100,8 +103,12 @@ func ofPodSpec(spec *corev1.PodSpec) []Dependency {
 			}
 		}
 	}
+	sortDependencies(refs)
+	return slices.Compact(refs)
+}
+
+func sortDependencies(refs []Dependency) {
 	slices.SortFunc(refs, func(a, b Dependency) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
 	})
-	return slices.Compact(refs)
 }

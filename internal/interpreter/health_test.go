@@ -9,6 +9,21 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
+// fromAPI decodes a manifest as objects read from the API are: numbers as
+// int64.
+func fromAPI(t *testing.T, manifest string) *unstructured.Unstructured {
+	t.Helper()
+	raw, err := yaml.YAMLToJSON([]byte(manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(raw); err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}
+
 func TestInterpretHealthJudgesHealthFromTheObjectsStatus(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -99,23 +114,154 @@ status: {observedGeneration: 1, readyReplicas: 1, availableReplicas: 1}`,
 			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "failed: BackoffLimitExceeded",
 		},
 		{
-			name:     "a Service is healthy once applied",
+			name:     "a ClusterIP Service is healthy once applied",
 			manifest: "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 80}]}",
+			want:     workv1alpha1.ResourceHealthy,
+		},
+		{
+			name:     "a LoadBalancer Service with an ingress IP",
+			manifest: "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {type: LoadBalancer}\nstatus: {loadBalancer: {ingress: [{ip: 192.0.2.1}]}}",
+			want:     workv1alpha1.ResourceHealthy,
+		},
+		{
+			name:     "a LoadBalancer Service with an ingress hostname",
+			manifest: "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {type: LoadBalancer}\nstatus: {loadBalancer: {ingress: [{hostname: lb.example.com}]}}",
+			want:     workv1alpha1.ResourceHealthy,
+		},
+		{
+			name:     "a LoadBalancer Service not yet provisioned",
+			manifest: "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {type: LoadBalancer}\nstatus: {loadBalancer: {}}",
+			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "load balancer not yet provisioned: no status.loadBalancer.ingress with an IP or hostname",
+		},
+		{
+			name:     "a LoadBalancer Service whose only ingress has neither IP nor hostname",
+			manifest: "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {type: LoadBalancer}\nstatus: {loadBalancer: {ingress: [{ports: [{port: 80, protocol: TCP}]}]}}",
+			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "load balancer not yet provisioned: no status.loadBalancer.ingress with an IP or hostname",
+		},
+		{
+			name:     "an Ingress with an address",
+			manifest: "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: i}\nstatus: {loadBalancer: {ingress: [{ip: 192.0.2.7}]}}",
+			want:     workv1alpha1.ResourceHealthy,
+		},
+		{
+			name:     "an Ingress without an address",
+			manifest: "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: i}\nstatus: {loadBalancer: {}}",
+			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "no address yet: no status.loadBalancer.ingress with an IP or hostname",
+		},
+		{
+			name:     "a PersistentVolumeClaim that is Bound",
+			manifest: "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}\nstatus: {phase: Bound}",
+			want:     workv1alpha1.ResourceHealthy,
+		},
+		{
+			name:     "a PersistentVolumeClaim still Pending",
+			manifest: "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}\nstatus: {phase: Pending}",
+			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "phase Pending, not Bound",
+		},
+		{
+			name:     "a PersistentVolumeClaim without a phase",
+			manifest: "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}",
+			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "not yet Bound",
+		},
+		{
+			name:     "a Pod Running and Ready",
+			manifest: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nstatus: {phase: Running, conditions: [{type: Ready, status: \"True\"}]}",
+			want:     workv1alpha1.ResourceHealthy,
+		},
+		{
+			name:     "a Pod Running but not Ready",
+			manifest: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nstatus: {phase: Running, conditions: [{type: Ready, status: \"False\"}]}",
+			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "Running but not Ready",
+		},
+		{
+			name:     "a Pod that Succeeded",
+			manifest: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nstatus: {phase: Succeeded}",
+			want:     workv1alpha1.ResourceHealthy,
+		},
+		{
+			name:     "a Pod Pending",
+			manifest: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nstatus: {phase: Pending}",
+			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "phase Pending",
+		},
+		{
+			name:     "a Pod that Failed",
+			manifest: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nstatus: {phase: Failed}",
+			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "phase Failed",
+		},
+		{
+			name:     "a Pod just created, no phase",
+			manifest: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}",
+			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "no phase yet",
+		},
+		{
+			name: "DaemonSet updated and available on every node",
+			manifest: `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: ds, generation: 2}
+status: {observedGeneration: 2, desiredNumberScheduled: 4, currentNumberScheduled: 4, updatedNumberScheduled: 4, numberAvailable: 4, numberReady: 4}`,
+			want: workv1alpha1.ResourceHealthy,
+		},
+		{
+			name: "DaemonSet whose controller has not seen the current generation",
+			manifest: `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: ds, generation: 3}
+status: {observedGeneration: 2, desiredNumberScheduled: 4, updatedNumberScheduled: 4, numberAvailable: 4}`,
+			want: workv1alpha1.ResourceUnhealthy, wantMessage: "generation 3 not yet observed (observed 2)",
+		},
+		{
+			name: "DaemonSet still rolling out to some nodes",
+			manifest: `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: ds, generation: 2}
+status: {observedGeneration: 2, desiredNumberScheduled: 4, updatedNumberScheduled: 3, numberAvailable: 4}`,
+			want: workv1alpha1.ResourceUnhealthy, wantMessage: "updatedNumberScheduled 3 of 4",
+		},
+		{
+			name: "DaemonSet with updated Pods not yet available",
+			manifest: `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: ds, generation: 2}
+status: {observedGeneration: 2, desiredNumberScheduled: 4, updatedNumberScheduled: 4, numberAvailable: 2}`,
+			want: workv1alpha1.ResourceUnhealthy, wantMessage: "numberAvailable 2 of 4 updated",
+		},
+		{
+			name: "DaemonSet on a member with no matching nodes",
+			manifest: `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: ds, generation: 1}
+status: {observedGeneration: 1, desiredNumberScheduled: 0, currentNumberScheduled: 0, numberMisscheduled: 0, numberReady: 0}`,
+			want: workv1alpha1.ResourceHealthy,
+		},
+		{
+			name:     "a PodDisruptionBudget with enough healthy Pods",
+			manifest: "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: b}\nstatus: {currentHealthy: 3, desiredHealthy: 2, expectedPods: 3, disruptionsAllowed: 1}",
+			want:     workv1alpha1.ResourceHealthy,
+		},
+		{
+			name:     "a PodDisruptionBudget short of healthy Pods",
+			manifest: "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: b}\nstatus: {currentHealthy: 1, desiredHealthy: 2, expectedPods: 3, disruptionsAllowed: 0}",
+			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "currentHealthy 1 of desiredHealthy 2",
+		},
+		{
+			name:     "a CronJob is healthy once applied, as in Karmada",
+			manifest: "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec: {schedule: \"* * * * *\"}",
+			want:     workv1alpha1.ResourceHealthy,
+		},
+		{
+			name:     "a HorizontalPodAutoscaler is healthy once applied, as in Karmada",
+			manifest: "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: h}\nstatus: {currentReplicas: 1, desiredReplicas: 5}",
+			want:     workv1alpha1.ResourceHealthy,
+		},
+		{
+			name:     "a ConfigMap is healthy once applied",
+			manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}",
 			want:     workv1alpha1.ResourceHealthy,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			// Decoded as objects read from the API are: numbers as int64.
-			raw, err := yaml.YAMLToJSON([]byte(tt.manifest))
-			if err != nil {
-				t.Fatal(err)
-			}
-			obj := &unstructured.Unstructured{}
-			if err := obj.UnmarshalJSON(raw); err != nil {
-				t.Fatal(err)
-			}
-			got, msg := InterpretHealth(obj)
+			got, msg := InterpretHealth(fromAPI(t, tt.manifest))
 			if got != tt.want || msg != tt.wantMessage {
 				t.Errorf("Of = %s, %q; want %s, %q", got, msg, tt.want, tt.wantMessage)
 			}

@@ -15,6 +15,12 @@ var (
 	daemonSetKind             = schema.GroupKind{Group: "apps", Kind: "DaemonSet"}
 	jobKind                   = schema.GroupKind{Group: "batch", Kind: "Job"}
 	cronJobKind               = schema.GroupKind{Group: "batch", Kind: "CronJob"}
+	serviceKind               = schema.GroupKind{Kind: "Service"}
+	pvcKind                   = schema.GroupKind{Kind: "PersistentVolumeClaim"}
+	pvKind                    = schema.GroupKind{Kind: "PersistentVolume"}
+	ingressKind               = schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}
+	podDisruptionBudgetKind   = schema.GroupKind{Group: "policy", Kind: "PodDisruptionBudget"}
+	hpaKind                   = schema.GroupKind{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}
 )
 
 func groupKind(obj *unstructured.Unstructured) schema.GroupKind {

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/flotilla-io/flotilla/internal/interpreter"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
 // storageClassSuffix joins a storage class to the key it limits, as in
@@ -27,8 +27,9 @@ const betaStorageClassAnnotation = "volume.beta.kubernetes.io/storage-class"
 //   - every object: `count/<resource>[.<group>]`, and the legacy name of
 //     core kinds (configmaps, secrets, services, replicationcontrollers,
 //     persistentvolumeclaims, resourcequotas);
-//   - the Pods an object makes (interpreter.Pods: Deployment, StatefulSet,
-//     ReplicaSet, Job, Pod, ReplicationController): `pods`, their requests
+//   - the Pods an object makes, as pods says (the interpreter's Pods:
+//     Deployment, StatefulSet, ReplicaSet, Job, Pod, ReplicationController,
+//     and kinds a customization reads replicas of): `pods`, their requests
 //     under `<name>` and `requests.<name>`, limits under `limits.<name>`;
 //   - a PersistentVolumeClaim: `requests.storage` and, for its storage
 //     class, `<class>.storageclass.storage.k8s.io/requests.storage` and
@@ -39,22 +40,26 @@ const betaStorageClassAnnotation = "volume.beta.kubernetes.io/storage-class"
 //
 // Kinds whose Pods cannot be told from the object (DaemonSet, CronJob)
 // count as objects only.
-func ObjectsUsage(objs []*unstructured.Unstructured) (corev1.ResourceList, error) {
+func ObjectsUsage(objs []*unstructured.Unstructured, pods PodsOf) (corev1.ResourceList, error) {
 	out := corev1.ResourceList{}
 	for _, obj := range objs {
-		if err := addObject(out, obj); err != nil {
+		if err := addObject(out, obj, pods); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-func addObject(out corev1.ResourceList, obj *unstructured.Unstructured) error {
+// PodsOf is how many Pods obj makes in a member and what one requests; ok
+// is false for kinds whose Pods cannot be told from the object.
+type PodsOf func(obj *unstructured.Unstructured) (n int64, req *workv1alpha1.ReplicaRequirements, ok bool, err error)
+
+func addObject(out corev1.ResourceList, obj *unstructured.Unstructured, pods PodsOf) error {
 	one := *resource.NewQuantity(1, resource.DecimalSI)
 	for _, key := range countKeys(obj.GetAPIVersion(), obj.GetKind()) {
 		add(out, key, one)
 	}
-	n, req, ok, err := interpreter.Pods(obj)
+	n, req, ok, err := pods(obj)
 	if err != nil {
 		return err
 	}

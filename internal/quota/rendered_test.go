@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 func objects(t *testing.T, manifests ...string) []*unstructured.Unstructured {
@@ -132,7 +134,7 @@ func TestObjectsUsageCountsAsAMembersResourceQuota(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := ObjectsUsage(objects(t, c.manifests...))
+			got, err := ObjectsUsage(objects(t, c.manifests...), interpreter.Pods)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,7 +147,7 @@ func TestObjectsUsageCountsAsAMembersResourceQuota(t *testing.T) {
 
 func TestObjectsUsageRefusesAWorkloadItCannotRead(t *testing.T) {
 	bad := objects(t, "{apiVersion: apps/v1, kind: Deployment, metadata: {name: x}, spec: {replicas: many}}")
-	if _, err := ObjectsUsage(bad); err == nil {
+	if _, err := ObjectsUsage(bad, interpreter.Pods); err == nil {
 		t.Fatal("want an error for spec.replicas: many")
 	}
 }

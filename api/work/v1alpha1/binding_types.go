@@ -373,6 +373,15 @@ const (
 	ConditionScheduled = "Scheduled"
 	// ConditionFullyApplied is True when every member applied its Work.
 	ConditionFullyApplied = "FullyApplied"
+	// ConditionInterpreted is False, reason InterpreterFailed, while a
+	// ResourceInterpreterCustomization's script cannot read the template
+	// (the spec keeps what was last read); absent otherwise.
+	ConditionInterpreted = "Interpreted"
+	// ConditionStatusAggregated is True when a
+	// ResourceInterpreterCustomization's statusAggregation wrote the
+	// template's status from its members', False (reason InterpreterFailed)
+	// when the script failed; absent for kinds no customization aggregates.
+	ConditionStatusAggregated = "StatusAggregated"
 	// ConditionRendered is True when a Work is rendered for every member of
 	// spec.clusters.
 	ConditionRendered = "Rendered"
@@ -392,6 +401,9 @@ const (
 	BindingReasonInvalidEnvelope  = "InvalidEnvelope"
 	BindingReasonMemberNotFound   = "MemberNotFound"
 	BindingReasonRenderFailed     = "RenderFailed"
+	// BindingReasonInterpreterFailed: a ResourceInterpreterCustomization's
+	// script failed on the template; the message has its error.
+	BindingReasonInterpreterFailed = "InterpreterFailed"
 	// BindingReasonForbiddenObject: an object a ResourceBinding would render
 	// breaks the tenancy rule (internal/tenancy) and is left out of the Work.
 	BindingReasonForbiddenObject = "ForbiddenObject"
@@ -406,6 +418,9 @@ const (
 	// federated label; its Works are kept as they are, not re-rendered,
 	// until the label is back.
 	BindingReasonNamespaceNotFederated = "NamespaceNotFederated"
+
+	// BindingReasonStatusAggregated: the template's status was written.
+	BindingReasonStatusAggregated = "StatusAggregated"
 
 	// Reasons of FullyApplied.
 	BindingReasonFullyApplied    = "FullyApplied"
