@@ -412,10 +412,11 @@ func TestComponentsHoldEveryCRDWithTheLabelsClusterctlNeeds(t *testing.T) {
 			t.Errorf("CRD %s: contract label %s/%s = %q, not a served version", crd.Name, clusterv1.GroupVersion.Group, clusterv1.GroupVersion.Version, contract)
 		}
 		// clusterctl move copies every object of a kind with the move
-		// label: the user's policies, not what the manager derives.
+		// label: the user's policies and interpreter customizations, not
+		// what the manager derives.
 		_, moved := crd.Labels[clusterctlv1.ClusterctlMoveLabel]
-		if wantMoved := crd.Spec.Group == "policy.flotilla.io"; moved != wantMoved {
-			t.Errorf("CRD %s: move label %v, want %v (only policy.flotilla.io kinds move)", crd.Name, moved, wantMoved)
+		if wantMoved := crd.Spec.Group == "policy.flotilla.io" || crd.Spec.Group == "config.flotilla.io"; moved != wantMoved {
+			t.Errorf("CRD %s: move label %v, want %v (only policy.flotilla.io and config.flotilla.io kinds move)", crd.Name, moved, wantMoved)
 		}
 	}
 	crds := 0

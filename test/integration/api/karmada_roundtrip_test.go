@@ -14,12 +14,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 )
 
 // karmadaToFlotilla is the only change a Karmada user makes to a manifest.
 func karmadaToFlotilla(manifest []byte) []byte {
-	return []byte(strings.ReplaceAll(string(manifest), "policy.karmada.io/v1alpha1", "policy.flotilla.io/v1alpha1"))
+	s := strings.ReplaceAll(string(manifest), "policy.karmada.io/v1alpha1", "policy.flotilla.io/v1alpha1")
+	return []byte(strings.ReplaceAll(s, "config.karmada.io/v1alpha1", "config.flotilla.io/v1alpha1"))
 }
 
 func newObjectForKind(t *testing.T, manifest []byte) client.Object {
@@ -41,6 +43,8 @@ func newObjectForKind(t *testing.T, manifest []byte) client.Object {
 		return &policyv1alpha1.FederatedResourceQuota{}
 	case "ClusterTaintPolicy":
 		return &policyv1alpha1.ClusterTaintPolicy{}
+	case "ResourceInterpreterCustomization":
+		return &configv1alpha1.ResourceInterpreterCustomization{}
 	}
 	t.Fatalf("no Flotilla type for kind %q", meta.Kind)
 	return nil

@@ -1,0 +1,200 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/e2e/fleet"
+)
+
+// workloadCRD is the Workload kind of Karmada's customization examples.
+const workloadCRD = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: workloads.workload.example.io}
+spec:
+  group: workload.example.io
+  scope: Namespaced
+  names: {plural: workloads, singular: workload, kind: Workload, listKind: WorkloadList}
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+
+const customizedShop = `
+apiVersion: workload.example.io/v1alpha1
+kind: Workload
+metadata: {name: shop, namespace: interp}
+spec:
+  replicas: 3
+  paused: false
+  template:
+    metadata: {labels: {app: shop}}
+    spec:
+      containers:
+      - {name: web, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: 100m}}}
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: shop, namespace: interp}
+spec:
+  resourceSelectors: [{apiVersion: workload.example.io/v1alpha1, kind: Workload, name: shop}]
+  placement:
+    clusterAffinity: {clusterNames: [member1, member2]}
+    replicaScheduling:
+      replicaSchedulingType: Divided
+      replicaDivisionPreference: Weighted
+      weightPreference:
+        staticWeightList:
+        - {targetCluster: {clusterNames: [member1]}, weight: 2}
+        - {targetCluster: {clusterNames: [member2]}, weight: 1}
+`
+
+var workloadGVK = schema.GroupVersionKind{Group: "workload.example.io", Version: "v1alpha1", Kind: "Workload"}
+
+// installEverywhere creates an object (a CRD) on the hub and in members,
+// removed after the spec.
+func installEverywhere(ctx context.Context, manifest string, members ...*fleet.Member) {
+	Expect(theFleet.Apply(ctx, []byte(manifest))).To(Succeed())
+	u := &unstructured.Unstructured{}
+	Expect(yaml.Unmarshal([]byte(manifest), &u.Object)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { _ = theFleet.Hub.Client.Delete(ctx, u.DeepCopy()) })
+	for _, m := range members {
+		obj := u.DeepCopy()
+		Expect(m.Client.Patch(ctx, obj, client.Apply, client.FieldOwner("e2e"), client.ForceOwnership)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { _ = m.Client.Delete(ctx, obj) })
+	}
+}
+
+func memberWorkload(ctx context.Context, m *fleet.Member, ns, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(workloadGVK)
+	if err := m.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
+		return nil
+	}
+	return u
+}
+
+var _ = Describe("Resource interpreter", func() {
+	It("divides a CRD workload 2:1 through Karmada's customization and shows its health and aggregated status on the hub", func(ctx SpecContext) {
+		m1, m2 := theFleet.Member("member1"), theFleet.Member("member2")
+		federatedNamespace(ctx, "interp")
+		installEverywhere(ctx, workloadCRD, m1, m2)
+
+		By("Karmada's customization, only apiVersion changed")
+		raw, err := os.ReadFile("../test/integration/api/testdata/karmada/resourceinterpretercustomization-workload.yaml")
+		Expect(err).NotTo(HaveOccurred())
+		ric := strings.ReplaceAll(string(raw), "config.karmada.io/v1alpha1", "config.flotilla.io/v1alpha1")
+		Expect(theFleet.Apply(ctx, []byte(ric))).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			u := &unstructured.Unstructured{}
+			Expect(yaml.Unmarshal([]byte(ric), &u.Object)).To(Succeed())
+			_ = theFleet.Hub.Client.Delete(ctx, u)
+		})
+		// CRDs take a moment to be served everywhere; the apply is retried.
+		eventually(ctx, func() error { return theFleet.Apply(ctx, []byte(customizedShop)) }).WithTimeout(timeUnit).Should(Succeed())
+
+		By("2 in member1 and 1 in member2, written by the customization's ReviseReplica")
+		for m, want := range map[*fleet.Member]int64{m1: 2, m2: 1} {
+			eventually(ctx, func() int64 {
+				u := memberWorkload(ctx, m, "interp", "shop")
+				if u == nil {
+					return -1
+				}
+				n, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+				return n
+			}).WithTimeout(2*timeUnit).Should(Equal(want), "spec.replicas of shop in %s", m.Name())
+		}
+
+		By("each member's controller (here the spec) reports its replicas ready")
+		for m, ready := range map[*fleet.Member]int64{m1: 2, m2: 1} {
+			u := memberWorkload(ctx, m, "interp", "shop")
+			Expect(u).NotTo(BeNil())
+			u.Object["status"] = map[string]any{"readyReplicas": ready, "observedGeneration": u.GetGeneration()}
+			Expect(m.Client.Status().Update(ctx, u)).To(Succeed())
+		}
+
+		By("the binding shows both members Healthy (InterpretHealth), and the hub's Workload 3 ready (AggregateStatus)")
+		rb := &workv1alpha1.ResourceBinding{}
+		eventually(ctx, func(g Gomega) {
+			g.Expect(theFleet.Hub.Client.Get(ctx, client.ObjectKey{Namespace: "interp", Name: "shop-workload"}, rb)).To(Succeed())
+			health := map[string]workv1alpha1.ResourceHealth{}
+			for _, item := range rb.Status.AggregatedStatus {
+				health[item.ClusterName] = item.Health
+			}
+			g.Expect(health).To(Equal(map[string]workv1alpha1.ResourceHealth{"member1": workv1alpha1.ResourceHealthy, "member2": workv1alpha1.ResourceHealthy}))
+			hubShop := &unstructured.Unstructured{}
+			hubShop.SetGroupVersionKind(workloadGVK)
+			g.Expect(theFleet.Hub.Client.Get(ctx, client.ObjectKey{Namespace: "interp", Name: "shop"}, hubShop)).To(Succeed())
+			n, _, _ := unstructured.NestedInt64(hubShop.Object, "status", "readyReplicas")
+			g.Expect(n).To(Equal(int64(3)), "status of the hub's Workload: %v", hubShop.Object["status"])
+		}).WithTimeout(timeUnit).Should(Succeed())
+	}, SpecTimeout(6*time.Minute))
+
+	It("leaves a replica count a member's autoscaler owns to the member: no ApplyFailed, the template's other changes still applied", func(ctx SpecContext) {
+		m1 := theFleet.Member("member1")
+		federatedNamespace(ctx, "autoscaled")
+		Expect(theFleet.Apply(ctx, []byte(strings.ReplaceAll(labTemplate+"---"+labWeighted, "namespace: lab", "namespace: autoscaled")))).To(Succeed())
+		eventually(ctx, readyReplicas(ctx, m1, "autoscaled", "fleet-web")).WithTimeout(2 * timeUnit).Should(Equal("4/4"))
+
+		By("member1's autoscaler scales its copy to 5 through the scale subresource")
+		d := memberDeployment(ctx, m1, "autoscaled", "fleet-web")
+		Expect(d).NotTo(BeNil())
+		scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: "autoscaled", Name: "fleet-web"}, Spec: autoscalingv1.ScaleSpec{Replicas: 5}}
+		Expect(m1.Client.SubResource("scale").Update(ctx, d, client.WithSubResourceBody(scale), client.FieldOwner("horizontal-pod-autoscaler"))).To(Succeed())
+		eventually(ctx, readyReplicas(ctx, m1, "autoscaled", "fleet-web")).WithTimeout(2 * timeUnit).Should(Equal("5/5"))
+
+		By("a template change reaches member1 and its 5 replicas stay")
+		Expect(theFleet.Apply(ctx, []byte(strings.ReplaceAll(strings.ReplaceAll(labTemplate, "namespace: lab", "namespace: autoscaled"),
+			"value: shared", "value: autoscaled")))).To(Succeed())
+		eventually(ctx, envValue(ctx, m1, "autoscaled", "fleet-web")).WithTimeout(timeUnit).Should(Equal("autoscaled"))
+		Consistently(ctx, readyReplicas(ctx, m1, "autoscaled", "fleet-web")).WithTimeout(15 * time.Second).WithPolling(time.Second).Should(Equal("5/5"))
+
+		By("no ApplyFailed event on the template, and its Work applied, saying whose the count is")
+		events := &corev1.EventList{}
+		Expect(theFleet.Hub.Client.List(ctx, events, client.InNamespace("autoscaled"))).To(Succeed())
+		for _, e := range events.Items {
+			Expect(e.Reason).NotTo(Equal("ApplyFailed"), "event %s: %s", e.Name, e.Message)
+		}
+		eventually(ctx, func(g Gomega) {
+			rb := &workv1alpha1.ResourceBinding{}
+			g.Expect(theFleet.Hub.Client.Get(ctx, client.ObjectKey{Namespace: "autoscaled", Name: "fleet-web-deployment"}, rb)).To(Succeed())
+			found := false
+			for _, item := range rb.Status.AggregatedStatus {
+				if item.ClusterName == "member1" {
+					found = true
+					g.Expect(item.Applied).To(BeTrue(), "member1: %s", item.AppliedMessage)
+				}
+			}
+			g.Expect(found).To(BeTrue())
+			works := &workv1alpha1.WorkList{}
+			g.Expect(theFleet.Hub.Client.List(ctx, works, client.InNamespace("flotilla-es-member1"))).To(Succeed())
+			messages := ""
+			for _, w := range works.Items {
+				for _, st := range w.Status.ManifestStatuses {
+					if st.Identifier.Namespace == "autoscaled" && st.Identifier.Kind == "Deployment" {
+						messages += st.Message
+					}
+				}
+			}
+			g.Expect(messages).To(ContainSubstring(fmt.Sprintf("spec.replicas kept as the member's: owned there by %s", "horizontal-pod-autoscaler")))
+		}).WithTimeout(timeUnit).Should(Succeed())
+	}, SpecTimeout(6*time.Minute))
+})
