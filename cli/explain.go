@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -167,12 +168,28 @@ func printBinding(out io.Writer, b workv1alpha1.Binding, now map[string]int64, o
 		}
 		field(out, "Per replica", "%s", strings.Join(parts, ", "))
 	}
-	for _, t := range []string{workv1alpha1.ConditionScheduled, workv1alpha1.ConditionFullyApplied} {
+	for _, t := range []string{workv1alpha1.ConditionInterpreted, workv1alpha1.ConditionScheduled, workv1alpha1.ConditionFullyApplied} {
 		if c := conditions.Get(b, t); c != nil {
 			field(out, t, "%s (%s): %s", c.Status, c.Reason, c.Message)
 		}
 	}
 	field(out, "Placement", "%s", describeClusters(spec.Clusters))
+	// Why the binding moved: each member it was evicted from and still keeps
+	// a copy on until the task goes.
+	for _, t := range spec.GracefulEvictionTasks {
+		since := ""
+		if t.CreationTimestamp != nil {
+			since = ", since " + t.CreationTimestamp.UTC().Format(time.RFC3339)
+		}
+		field(out, "Evicted from", "%s (%s, purge mode %s%s): %s", t.FromCluster, t.Reason, t.PurgeMode, since, t.Message)
+		if len(t.PreservedLabelState) > 0 {
+			var parts []string
+			for _, k := range slices.Sorted(maps.Keys(t.PreservedLabelState)) {
+				parts = append(parts, k+"="+t.PreservedLabelState[k])
+			}
+			field(out, "Preserved", "%s (labels on the replacement copies)", strings.Join(parts, ", "))
+		}
+	}
 	switch {
 	case ovs == nil:
 	case len(ovs) == 0:

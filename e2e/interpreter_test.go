@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -83,13 +84,26 @@ func installEverywhere(ctx context.Context, manifest string, members ...*fleet.M
 	}
 }
 
-func memberWorkload(ctx context.Context, m *fleet.Member, ns, name string) *unstructured.Unstructured {
+func getWorkload(ctx context.Context, m *fleet.Member, ns, name string) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(workloadGVK)
-	if err := m.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u); err != nil {
-		return nil
+	return u, m.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
+}
+
+// bindingAndWorks describes a binding and its Works, for failure messages.
+func bindingAndWorks(ctx context.Context, ns, name string) string {
+	rb := &workv1alpha1.ResourceBinding{}
+	if err := theFleet.Hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, rb); err != nil {
+		return fmt.Sprintf("binding %s/%s: %v", ns, name, err)
 	}
-	return u
+	out, _ := json.Marshal(map[string]any{"clusters": rb.Spec.Clusters, "replicas": rb.Spec.Replicas, "status": rb.Status})
+	works := &workv1alpha1.WorkList{}
+	_ = theFleet.Hub.Client.List(ctx, works, client.MatchingLabels{workv1alpha1.BindingPermanentIDLabel: string(rb.UID)})
+	for _, w := range works.Items {
+		st, _ := json.Marshal(w.Status)
+		out = append(out, []byte(fmt.Sprintf("\nWork %s/%s: %s", w.Namespace, w.Name, st))...)
+	}
+	return "binding " + string(out)
 }
 
 var _ = Describe("Resource interpreter", func() {
@@ -108,25 +122,38 @@ var _ = Describe("Resource interpreter", func() {
 			Expect(yaml.Unmarshal([]byte(ric), &u.Object)).To(Succeed())
 			_ = theFleet.Hub.Client.Delete(ctx, u)
 		})
-		// CRDs take a moment to be served everywhere; the apply is retried.
-		eventually(ctx, func() error { return theFleet.Apply(ctx, []byte(customizedShop)) }).WithTimeout(timeUnit).Should(Succeed())
+		By("both members report the Workload API, so that the scheduler may place it on either")
+		eventually(ctx, func(g Gomega) {
+			for _, m := range []*fleet.Member{m1, m2} {
+				mc, err := memberOf(ctx, m)
+				g.Expect(err).NotTo(HaveOccurred())
+				served := false
+				for _, e := range mc.Status.APIEnablements {
+					served = served || e.GroupVersion == "workload.example.io/v1alpha1"
+				}
+				g.Expect(served).To(BeTrue(), "%s reports workload.example.io/v1alpha1", m.Name())
+			}
+		}).WithTimeout(2 * timeUnit).Should(Succeed())
+		Expect(theFleet.Apply(ctx, []byte(customizedShop))).To(Succeed())
 
 		By("2 in member1 and 1 in member2, written by the customization's ReviseReplica")
 		for m, want := range map[*fleet.Member]int64{m1: 2, m2: 1} {
-			eventually(ctx, func() int64 {
-				u := memberWorkload(ctx, m, "interp", "shop")
-				if u == nil {
-					return -1
+			eventually(ctx, func() (int64, error) {
+				u, err := getWorkload(ctx, m, "interp", "shop")
+				if err != nil {
+					return -1, err
 				}
 				n, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
-				return n
-			}).WithTimeout(2*timeUnit).Should(Equal(want), "spec.replicas of shop in %s", m.Name())
+				return n, nil
+			}).WithTimeout(2*timeUnit).Should(Equal(want), func() string {
+				return fmt.Sprintf("spec.replicas of shop in %s; %s", m.Name(), bindingAndWorks(ctx, "interp", "shop-workload"))
+			})
 		}
 
 		By("each member's controller (here the spec) reports its replicas ready")
 		for m, ready := range map[*fleet.Member]int64{m1: 2, m2: 1} {
-			u := memberWorkload(ctx, m, "interp", "shop")
-			Expect(u).NotTo(BeNil())
+			u, err := getWorkload(ctx, m, "interp", "shop")
+			Expect(err).NotTo(HaveOccurred())
 			u.Object["status"] = map[string]any{"readyReplicas": ready, "observedGeneration": u.GetGeneration()}
 			Expect(m.Client.Status().Update(ctx, u)).To(Succeed())
 		}
@@ -165,7 +192,13 @@ var _ = Describe("Resource interpreter", func() {
 		Expect(theFleet.Apply(ctx, []byte(strings.ReplaceAll(strings.ReplaceAll(labTemplate, "namespace: lab", "namespace: autoscaled"),
 			"value: shared", "value: autoscaled")))).To(Succeed())
 		eventually(ctx, envValue(ctx, m1, "autoscaled", "fleet-web")).WithTimeout(timeUnit).Should(Equal("autoscaled"))
-		Consistently(ctx, readyReplicas(ctx, m1, "autoscaled", "fleet-web")).WithTimeout(15 * time.Second).WithPolling(time.Second).Should(Equal("5/5"))
+		Consistently(ctx, func() int32 {
+			if d := memberDeployment(ctx, m1, "autoscaled", "fleet-web"); d != nil {
+				return *d.Spec.Replicas
+			}
+			return -1
+		}).WithTimeout(15*time.Second).WithPolling(time.Second).Should(Equal(int32(5)), "member1's spec.replicas")
+		eventually(ctx, readyReplicas(ctx, m1, "autoscaled", "fleet-web")).WithTimeout(2 * timeUnit).Should(Equal("5/5"))
 
 		By("no ApplyFailed event on the template, and its Work applied, saying whose the count is")
 		events := &corev1.EventList{}

@@ -43,6 +43,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -79,6 +80,7 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/federatednamespace"
 	"github.com/flotilla-io/flotilla/internal/envelope"
+	"github.com/flotilla-io/flotilla/internal/eviction"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/membernames"
 	"github.com/flotilla-io/flotilla/internal/overrides"
@@ -558,6 +560,16 @@ func (r *Reconciler) render(ctx context.Context, s *rendering, target workv1alph
 	default:
 		if _, err := r.Interpreter.ReviseReplica(ctx, workload, target.Replicas); err != nil {
 			return nil, reasonOf(err, workv1alpha1.BindingReasonRenderFailed), err
+		}
+		// A copy replacing one application failover evicted carries the
+		// state its statePreservation rules read from the failed copy.
+		if preserved := eviction.PreservedLabelsFor(s.binding.BindingSpec(), target.Name); len(preserved) > 0 {
+			labels := workload.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			maps.Copy(labels, preserved)
+			workload.SetLabels(labels)
 		}
 		objs = append(objs, workload)
 	}

@@ -1,17 +1,20 @@
-// Package eviction is the taint manager: a binding placed on a member with a
-// NoExecute taint it does not tolerate (or no longer tolerates: its
-// tolerationSeconds, counted from the taint's timeAdded, have passed) is
-// evicted from the member — the member leaves spec.clusters and a graceful
-// eviction task keeps its copy as the binding's failover.cluster.purgeMode
-// says, so that the scheduler places the evicted replicas on other members.
-// Evictions go one binding at a time through a pacing.Queue at the eviction
-// rate, slowed or stopped during a storm (Storm): bindings waiting then carry
-// the EvictionThrottled condition, and the unhealthy members an event.
+// Package eviction takes bindings off members, paced: the taint manager —
+// a binding placed on a member with a NoExecute taint it does not tolerate
+// (or no longer tolerates: its tolerationSeconds, counted from the taint's
+// timeAdded, have passed) — and application failover — a workload Unhealthy
+// on a member past failover.application's tolerationSeconds. The member
+// leaves spec.clusters and a graceful eviction task keeps its copy as the
+// failover policy's purge mode says, so that the scheduler places the
+// evicted replicas on other members. Evictions go one binding at a time
+// through a pacing.Queue at the eviction rate, slowed or stopped during a
+// storm (Storm): bindings waiting then carry the EvictionThrottled
+// condition, and the unhealthy members an event.
 package eviction
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -24,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -88,7 +92,7 @@ func (t *TaintManager) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o
 		kind := kind
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named("taint-manager-"+strings.ToLower(kind)).
-			For(binding.NewBinding(kind), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			For(binding.NewBinding(kind), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, applicationHealthChanged()))).
 			Watches(&clusterv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(t.bindingsOn(kind)),
 				builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 			WithOptions(options).
@@ -131,12 +135,12 @@ func (t *TaintManager) Reconcile(ctx context.Context, kind string, req ctrl.Requ
 	}
 	var next time.Time
 	for _, d := range dues {
-		if !d.At.After(now) {
+		if !d.at.After(now) {
 			t.Queue.Add(pacing.Key{Kind: kind, Namespace: req.Namespace, Name: req.Name})
 			return ctrl.Result{}, nil
 		}
-		if next.IsZero() || d.At.Before(next) {
-			next = d.At
+		if next.IsZero() || d.at.Before(next) {
+			next = d.at
 		}
 	}
 	if !next.IsZero() {
@@ -145,15 +149,20 @@ func (t *TaintManager) Reconcile(ctx context.Context, kind string, req ctrl.Requ
 	return ctrl.Result{}, nil
 }
 
-// memberDue is when a binding must leave one member.
+// memberDue is when a binding must leave one member, and why.
 type memberDue struct {
 	member string
-	eviction.Due
+	at     time.Time
+	// cause builds the eviction's cause when it is done.
+	cause func() (eviction.Cause, error)
 }
 
-// duesOf lists the members of spec.clusters the binding must leave, and when.
+// duesOf lists the members of spec.clusters the binding must leave, and
+// when: a NoExecute taint it does not tolerate (cluster failover), or its
+// workload Unhealthy there past failover.application's tolerationSeconds
+// (application failover). The earlier decides.
 func (t *TaintManager) duesOf(ctx context.Context, b workv1alpha1.Binding) ([]memberDue, error) {
-	spec := b.BindingSpec()
+	spec, status := b.BindingSpec(), b.BindingStatus()
 	var tolerations []corev1.Toleration
 	if spec.Placement != nil {
 		tolerations = spec.Placement.ClusterTolerations
@@ -168,7 +177,23 @@ func (t *TaintManager) duesOf(ctx context.Context, b workv1alpha1.Binding) ([]me
 			return nil, fmt.Errorf("read member %s: %w", c.Name, err)
 		}
 		if d, ok := eviction.DueOf(tolerations, m.Spec.Taints); ok {
-			out = append(out, memberDue{member: c.Name, Due: d})
+			out = append(out, memberDue{member: c.Name, at: d.At, cause: func() (eviction.Cause, error) {
+				return eviction.TaintCause(spec, d, t.GracePeriod), nil
+			}})
+		}
+	}
+	for _, d := range eviction.ApplicationDuesOf(spec, status) {
+		i := slices.IndexFunc(out, func(o memberDue) bool { return o.member == d.Member })
+		if i >= 0 && !d.At.Before(out[i].at) {
+			continue
+		}
+		due := memberDue{member: d.Member, at: d.At, cause: func() (eviction.Cause, error) {
+			return eviction.ApplicationCause(spec, status, d)
+		}}
+		if i >= 0 {
+			out[i] = due
+		} else {
+			out = append(out, due)
 		}
 	}
 	return out, nil
@@ -185,7 +210,7 @@ func (t *TaintManager) due(ctx context.Context, k pacing.Key) (bool, error) {
 		return false, err
 	}
 	now := t.Now()
-	return slices.ContainsFunc(dues, func(d memberDue) bool { return !d.At.After(now) }), nil
+	return slices.ContainsFunc(dues, func(d memberDue) bool { return !d.at.After(now) }), nil
 }
 
 // evict takes the binding off every member it is due to leave now, in one
@@ -214,13 +239,24 @@ func (t *TaintManager) evictOnce(ctx context.Context, k pacing.Key) error {
 	now := t.Now()
 	before := b.DeepCopyObject().(client.Object)
 	spec := b.BindingSpec()
-	var evicted []memberDue
+	var evicted []eviction.Cause
+	var members []string
 	for _, d := range dues {
-		if d.At.After(now) || !eviction.Evict(spec, d.member, d.Due, t.GracePeriod, now) {
+		if d.at.After(now) {
 			continue
 		}
-		evicted = append(evicted, d)
-		if eviction.FailbackOf(spec.Failover) {
+		cause, err := d.cause()
+		if err != nil {
+			// A statePreservation rule that cannot be read: the eviction
+			// goes ahead without the labels, and says why.
+			t.Recorder.Eventf(b, nil, corev1.EventTypeWarning, workv1alpha1.StatePreservationFailedEvent, "Evict",
+				"member %s: %v; the replacement is placed without the preserved labels", d.member, err)
+		}
+		if !eviction.Evict(spec, d.member, cause, now) {
+			continue
+		}
+		evicted, members = append(evicted, cause), append(members, d.member)
+		if eviction.FailbackOf(spec.Failover) && cause.Reason == workv1alpha1.EvictionReasonTaintUntolerated {
 			addFailback(b, d.member)
 		}
 	}
@@ -230,23 +266,43 @@ func (t *TaintManager) evictOnce(ctx context.Context, k pacing.Key) error {
 	if err := t.Client.Patch(ctx, b, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("evict %s: %w", k, err)
 	}
-	mode := eviction.PurgeModeOf(spec.Failover)
-	for _, d := range evicted {
-		metrics.Evictions.WithLabelValues(string(mode)).Inc()
+	for i, cause := range evicted {
+		metrics.Evictions.WithLabelValues(string(cause.PurgeMode)).Inc()
 		t.Recorder.Eventf(b, nil, corev1.EventTypeNormal, workv1alpha1.EvictedEvent, "Evict",
-			"Evicted from member %s (purge mode %s): %s", d.member, mode, taskMessage(spec, d.member))
-		ctrl.LoggerFrom(ctx).V(1).Info("Evicted", "binding", k.String(), "member", d.member, "purgeMode", mode)
+			"Evicted from member %s (%s, purge mode %s): %s", members[i], cause.Reason, cause.PurgeMode, cause.Message)
+		ctrl.LoggerFrom(ctx).V(1).Info("Evicted", "binding", k.String(), "member", members[i], "reason", cause.Reason, "purgeMode", cause.PurgeMode)
 	}
 	return nil
 }
 
-func taskMessage(spec *workv1alpha1.ResourceBindingSpec, member string) string {
-	for _, task := range spec.GracefulEvictionTasks {
-		if task.FromCluster == member {
-			return task.Message
+// applicationHealthChanged passes status updates that change a member's
+// workload health on a binding under failover.application: application
+// failover counts from them.
+func applicationHealthChanged() predicate.Funcs {
+	health := func(o client.Object) (map[string]workv1alpha1.ResourceHealth, bool) {
+		b, ok := o.(workv1alpha1.Binding)
+		if !ok || b.BindingSpec().Failover == nil || b.BindingSpec().Failover.Application == nil {
+			return nil, false
 		}
+		out := map[string]workv1alpha1.ResourceHealth{}
+		for _, item := range b.BindingStatus().AggregatedStatus {
+			out[item.ClusterName] = item.Health
+		}
+		return out, true
 	}
-	return ""
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			now, ok := health(e.ObjectNew)
+			if !ok {
+				return false
+			}
+			old, _ := health(e.ObjectOld)
+			return !maps.Equal(old, now)
+		},
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 }
 
 // addFailback records member in the binding's FailbackAnnotation.

@@ -2,6 +2,7 @@ package status
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,5 +134,30 @@ func TestAWorkCountsForTheMemberOfItsExecutionNamespaceNotOfItsLabel(t *testing.
 	}
 	if got["honest"] || !got["spoofer"] {
 		t.Errorf("applied by member = %v, want honest false (its own Work) and spoofer true (the forged Work is spoofer's)", got)
+	}
+}
+
+func TestHealthTransitionTimeIsKeptWhileHealthStaysAndResetWhenItChanges(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	previous := []workv1alpha1.AggregatedStatusItem{
+		{ClusterName: "same", Health: workv1alpha1.ResourceUnhealthy, HealthTransitionTime: &t0},
+		{ClusterName: "changed", Health: workv1alpha1.ResourceHealthy, HealthTransitionTime: &t0},
+	}
+	items := []workv1alpha1.AggregatedStatusItem{
+		{ClusterName: "same", Health: workv1alpha1.ResourceUnhealthy},
+		{ClusterName: "changed", Health: workv1alpha1.ResourceUnhealthy},
+		{ClusterName: "new", Health: workv1alpha1.ResourceUnknown},
+	}
+	KeepHealthTransitions(items, previous, t1)
+	for _, c := range []struct {
+		member string
+		want   metav1.Time
+	}{{"same", t0}, {"changed", t1}, {"new", t1}} {
+		for _, it := range items {
+			if it.ClusterName == c.member && (it.HealthTransitionTime == nil || !it.HealthTransitionTime.Equal(&c.want)) {
+				t.Errorf("%s: healthTransitionTime %v, want %v", c.member, it.HealthTransitionTime, c.want)
+			}
+		}
 	}
 }

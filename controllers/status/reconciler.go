@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -64,6 +65,29 @@ type Reconciler struct {
 	// Interpreter aggregates customized kinds' status into their
 	// templates; nil aggregates into bindings only.
 	Interpreter *interpreter.Interpreter
+	// Now is the clock of health transitions; time.Now when nil.
+	Now func() time.Time
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now == nil {
+		return time.Now()
+	}
+	return r.Now()
+}
+
+// KeepHealthTransitions sets each item's healthTransitionTime: the
+// previous one while the member's health is the same, now when it changed
+// or the member is new.
+func KeepHealthTransitions(items, previous []workv1alpha1.AggregatedStatusItem, now metav1.Time) {
+	for i := range items {
+		items[i].HealthTransitionTime = now.DeepCopy()
+		for _, p := range previous {
+			if p.ClusterName == items[i].ClusterName && p.Health == items[i].Health && p.HealthTransitionTime != nil {
+				items[i].HealthTransitionTime = p.HealthTransitionTime.DeepCopy()
+			}
+		}
+	}
 }
 
 // SetupWithManager registers one controller per binding kind.
@@ -114,6 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, kind string, req ctrl.Reques
 	}
 	a := Aggregate(b.BindingSpec(), works.Items)
 	status := b.BindingStatus()
+	KeepHealthTransitions(a.Items, status.AggregatedStatus, metav1.NewTime(r.now()))
 	status.AggregatedStatus = a.Items
 	status.Replicas, status.ReadyReplicas = a.Replicas, a.ReadyReplicas
 	status.AvailableReplicas, status.UpdatedReplicas = a.AvailableReplicas, a.UpdatedReplicas

@@ -89,7 +89,7 @@ func TestEvictRecordsATaskAndLeavesTheRestOfThePlacement(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := &workv1alpha1.ResourceBindingSpec{Clusters: placed("m1", 4, "m2", 2), Failover: tt.failover}
-			if !Evict(spec, "m2", due, 10*time.Minute, t0) {
+			if !Evict(spec, "m2", TaintCause(spec, due, 10*time.Minute), t0) {
 				t.Fatal("Evict = false")
 			}
 			if len(spec.Clusters) != 1 || spec.Clusters[0].Name != "m1" || spec.Clusters[0].Replicas != 4 {
@@ -108,7 +108,7 @@ func TestEvictRecordsATaskAndLeavesTheRestOfThePlacement(t *testing.T) {
 		})
 	}
 	spec := &workv1alpha1.ResourceBindingSpec{Clusters: placed("m1", 4)}
-	if Evict(spec, "m2", due, time.Minute, t0) || len(spec.GracefulEvictionTasks) != 0 {
+	if Evict(spec, "m2", TaintCause(spec, due, time.Minute), t0) || len(spec.GracefulEvictionTasks) != 0 {
 		t.Errorf("evicting from a member the binding is not on changed it: %+v", spec)
 	}
 }

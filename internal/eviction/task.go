@@ -25,12 +25,32 @@ func FailbackOf(f *policyv1alpha1.FailoverBehavior) bool {
 	return f != nil && f.Cluster != nil && ptr.Deref(f.Cluster.Failback, false)
 }
 
+// Cause is why a binding leaves a member, and how its copy there goes.
+type Cause struct {
+	Reason, Message, Producer string
+	PurgeMode                 policyv1alpha1.PurgeMode
+	// Grace is the task's gracePeriodSeconds.
+	Grace time.Duration
+	// PreservedLabelState goes onto the replacement copies (application
+	// failover's statePreservation).
+	PreservedLabelState map[string]string
+}
+
+// TaintCause is the cause of an eviction by a NoExecute taint: the purge
+// mode of failover.cluster, grace the --graceful-eviction-timeout.
+func TaintCause(spec *workv1alpha1.ResourceBindingSpec, due Due, grace time.Duration) Cause {
+	return Cause{
+		Reason: workv1alpha1.EvictionReasonTaintUntolerated, Message: messageOf(due), Producer: workv1alpha1.EvictionProducerTaintManager,
+		PurgeMode: PurgeModeOf(spec.Failover), Grace: grace,
+	}
+}
+
 // Evict takes member out of spec.clusters and records a graceful eviction
-// task for it: the purge mode from the binding's failover policy (Never sets
-// suppressDeletion), grace as gracePeriodSeconds, the placement before the
-// eviction. It reports false, changing nothing, when member is not in
-// spec.clusters. A task already held for member is replaced.
-func Evict(spec *workv1alpha1.ResourceBindingSpec, member string, due Due, grace time.Duration, now time.Time) bool {
+// task for it: the cause's purge mode (Never sets suppressDeletion), grace
+// as gracePeriodSeconds, the placement before the eviction. It reports
+// false, changing nothing, when member is not in spec.clusters. A task
+// already held for member is replaced.
+func Evict(spec *workv1alpha1.ResourceBindingSpec, member string, cause Cause, now time.Time) bool {
 	i := slices.IndexFunc(spec.Clusters, func(c workv1alpha1.TargetCluster) bool { return c.Name == member })
 	if i < 0 {
 		return false
@@ -39,19 +59,19 @@ func Evict(spec *workv1alpha1.ResourceBindingSpec, member string, due Due, grace
 	for _, c := range spec.Clusters {
 		before = append(before, c.Name)
 	}
-	mode := PurgeModeOf(spec.Failover)
 	task := workv1alpha1.GracefulEvictionTask{
 		FromCluster:            member,
-		PurgeMode:              mode,
+		PurgeMode:              cause.PurgeMode,
 		Replicas:               ptr.To(spec.Clusters[i].Replicas),
-		Reason:                 workv1alpha1.EvictionReasonTaintUntolerated,
-		Message:                messageOf(due),
-		Producer:               workv1alpha1.EvictionProducerTaintManager,
-		GracePeriodSeconds:     ptr.To(int32(grace / time.Second)),
+		Reason:                 cause.Reason,
+		Message:                cause.Message,
+		Producer:               cause.Producer,
+		GracePeriodSeconds:     ptr.To(int32(cause.Grace / time.Second)),
+		PreservedLabelState:    cause.PreservedLabelState,
 		CreationTimestamp:      ptr.To(metav1.NewTime(now)),
 		ClustersBeforeFailover: before,
 	}
-	if mode == policyv1alpha1.Never {
+	if cause.PurgeMode == policyv1alpha1.Never {
 		task.SuppressDeletion = ptr.To(true)
 	}
 	spec.Clusters = slices.Delete(spec.Clusters, i, i+1)

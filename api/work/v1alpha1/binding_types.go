@@ -365,6 +365,12 @@ type AggregatedStatusItem struct {
 	// +kubebuilder:validation:Enum=Healthy;Unhealthy;Unknown
 	// +optional
 	Health ResourceHealth `json:"health,omitempty"`
+
+	// HealthTransitionTime is when Health last changed: application
+	// failover counts decisionConditions.tolerationSeconds from it.
+	// Flotilla extension.
+	// +optional
+	HealthTransitionTime *metav1.Time `json:"healthTransitionTime,omitempty"`
 }
 
 // Binding condition types and reasons.

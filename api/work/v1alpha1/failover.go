@@ -21,10 +21,21 @@ const (
 	// EvictionProducerTaintManager is the producer of those tasks.
 	EvictionProducerTaintManager = "flotilla-taint-manager"
 
+	// EvictionReasonApplicationFailure is the reason of a graceful eviction
+	// task created because the workload stayed Unhealthy on the member past
+	// failover.application.decisionConditions.tolerationSeconds (Karmada's
+	// reason).
+	EvictionReasonApplicationFailure = "ApplicationFailure"
+	// EvictionProducerApplicationFailover is the producer of those tasks.
+	EvictionProducerApplicationFailover = "flotilla-application-failover"
+
 	// EvictedEvent is the event reason on a binding evicted from a member;
 	// PurgedEvent the reason when its copy there is released (task removed).
 	EvictedEvent = "Evicted"
 	PurgedEvent  = "EvictionTaskRemoved"
+	// StatePreservationFailedEvent: an application failover's
+	// statePreservation rule could not be read from the failed copy.
+	StatePreservationFailedEvent = "StatePreservationFailed"
 
 	// FailbackAnnotation on a binding lists, comma-separated, the members it
 	// was evicted from under a policy with failover.cluster.failback: when
