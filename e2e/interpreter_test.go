@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/e2e/fleet"
 )
@@ -229,5 +230,102 @@ var _ = Describe("Resource interpreter", func() {
 			}
 			g.Expect(messages).To(ContainSubstring(fmt.Sprintf("spec.replicas kept as the member's: owned there by %s", "horizontal-pod-autoscaler")))
 		}).WithTimeout(timeUnit).Should(Succeed())
+	}, SpecTimeout(6*time.Minute))
+})
+
+// stuckOnMember2 runs on member2 first (the first affinity term), member1
+// otherwise; an override keeps its Pods Pending on member2 (a node
+// selector no node matches), so that its copy there never becomes ready.
+const stuckOnMember2 = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: stuck, namespace: appfailover}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: stuck}}
+  template:
+    metadata: {labels: {app: stuck}}
+    spec:
+      containers:
+      - {name: web, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: 100m}}}
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: stuck, namespace: appfailover}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: stuck}]
+  overrideRules:
+  - targetCluster: {clusterNames: [member2]}
+    overriders:
+      plaintext:
+      - {path: /spec/template/spec/nodeSelector, operator: add, value: {e2e.flotilla.io/no-such-node: "true"}}
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: stuck, namespace: appfailover}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment, name: stuck}]
+  placement:
+    clusterAffinities:
+    - {affinityName: primary, clusterNames: [member2]}
+    - {affinityName: backup, clusterNames: [member1]}
+    replicaScheduling: {replicaSchedulingType: Duplicated}
+  failover:
+    application:
+      decisionConditions: {tolerationSeconds: 15}
+      purgeMode: Gracefully
+      gracePeriodSeconds: 120
+      statePreservation:
+        rules:
+        - {aliasLabelName: failover.example.io/replicas-before, jsonPath: "{ .replicas }"}
+`
+
+var _ = Describe("Application failover", func() {
+	It("moves a Deployment whose Pods never become ready on member2 to member1 after tolerationSeconds, with its preserved state as labels there", func(ctx SpecContext) {
+		m1, m2 := theFleet.Member("member1"), theFleet.Member("member2")
+		federatedNamespace(ctx, "appfailover")
+		Expect(theFleet.Apply(ctx, []byte(stuckOnMember2))).To(Succeed())
+
+		By("placed on member2, where its Pods stay Pending: Unhealthy on the binding")
+		rb := &workv1alpha1.ResourceBinding{}
+		key := client.ObjectKey{Namespace: "appfailover", Name: "stuck-deployment"}
+		var unhealthySince time.Time
+		eventually(ctx, func(g Gomega) {
+			g.Expect(theFleet.Hub.Client.Get(ctx, key, rb)).To(Succeed())
+			g.Expect(rb.Status.AggregatedStatus).To(HaveLen(1))
+			item := rb.Status.AggregatedStatus[0]
+			g.Expect(item.ClusterName).To(Equal("member2"))
+			g.Expect(item.Health).To(Equal(workv1alpha1.ResourceUnhealthy), "%+v", item)
+			unhealthySince = item.HealthTransitionTime.Time
+		}).WithTimeout(2 * timeUnit).Should(Succeed())
+		Expect(readyReplicas(ctx, m2, "appfailover", "stuck")()).To(Equal("0/2"))
+
+		By("evicted from member2 after tolerationSeconds: the task says why, and member1's copy carries member2's preserved replicas")
+		// Both are seen while the task is held: Gracefully removes it (and the
+		// label with it) once member1's copy is healthy.
+		var task workv1alpha1.GracefulEvictionTask
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(theFleet.Hub.Client.Get(ctx, key, rb)).To(Succeed())
+			g.Expect(rb.Spec.GracefulEvictionTasks).To(HaveLen(1))
+			task = rb.Spec.GracefulEvictionTasks[0]
+			d := memberDeployment(ctx, m1, "appfailover", "stuck")
+			g.Expect(d).NotTo(BeNil())
+			g.Expect(d.Labels).To(HaveKeyWithValue("failover.example.io/replicas-before", "2"))
+		}).WithTimeout(2 * timeUnit).WithPolling(200 * time.Millisecond).Should(Succeed())
+		Expect(task.FromCluster).To(Equal("member2"))
+		Expect(task.Reason).To(Equal(workv1alpha1.EvictionReasonApplicationFailure))
+		Expect(task.PurgeMode).To(Equal(policyv1alpha1.PurgeModeGracefully))
+		Expect(task.CreationTimestamp.Time.Sub(unhealthySince)).To(BeNumerically(">=", 14*time.Second), "evicted before tolerationSeconds")
+		eventually(ctx, readyReplicas(ctx, m1, "appfailover", "stuck")).WithTimeout(timeUnit).Should(Equal("2/2"))
+		evicted := &corev1.EventList{}
+		Expect(theFleet.Hub.Client.List(ctx, evicted, client.InNamespace("appfailover"))).To(Succeed())
+		found := false
+		for _, e := range evicted.Items {
+			found = found || (e.Reason == workv1alpha1.EvictedEvent && strings.Contains(e.Message, "ApplicationFailure"))
+		}
+		Expect(found).To(BeTrue(), "an Evicted event saying ApplicationFailure")
+
+		By("member2's copy removed once member1's is Ready (Gracefully)")
+		eventually(ctx, readyReplicas(ctx, m2, "appfailover", "stuck")).WithTimeout(timeUnit).Should(Equal("absent"))
 	}, SpecTimeout(6*time.Minute))
 })

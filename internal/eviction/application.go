@@ -35,7 +35,9 @@ type ApplicationDue struct {
 // spec.clusters whose workload is Unhealthy (the binding's
 // aggregatedStatus, healthTransitionTime), due tolerationSeconds after it
 // turned so. Unknown health never evicts: a member that cannot be read is
-// cluster failover's business.
+// cluster failover's business. Nor does a member the binding holds an
+// eviction task for: the scheduler placed it back there because no other
+// member could take it.
 func ApplicationDuesOf(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.ResourceBindingStatus) []ApplicationDue {
 	app := applicationOf(spec)
 	if app == nil {
@@ -51,6 +53,11 @@ func ApplicationDuesOf(spec *workv1alpha1.ResourceBindingSpec, status *workv1alp
 			continue
 		}
 		if !slices.ContainsFunc(spec.Clusters, func(c workv1alpha1.TargetCluster) bool { return c.Name == item.ClusterName }) {
+			continue
+		}
+		// Evicted from it already and placed back there, because no other
+		// member could take it: evicting again would only churn.
+		if slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.FromCluster == item.ClusterName }) {
 			continue
 		}
 		since := item.HealthTransitionTime.Time

@@ -2,6 +2,7 @@ package eviction
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,9 +44,15 @@ func TestApplicationDuesCountTolerationSecondsFromWhenTheWorkloadTurnedUnhealthy
 		{"tolerationSeconds 60: the Unhealthy member only, 60 s after it turned so", app(ptr.To[int32](60)), []ApplicationDue{{Member: "m2", At: t0.Add(time.Minute), Since: t0}}},
 		{"unset: Karmada's 300 s", app(nil), []ApplicationDue{{Member: "m2", At: t0.Add(5 * time.Minute), Since: t0}}},
 		{"0: at once", app(ptr.To[int32](0)), []ApplicationDue{{Member: "m2", At: t0, Since: t0}}},
+		{"placed back on a member it was evicted from (nowhere else to go): not again", func() *policyv1alpha1.FailoverBehavior {
+			return app(ptr.To[int32](0))
+		}(), nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := &workv1alpha1.ResourceBindingSpec{Clusters: placed("m1", 2, "m2", 1, "m3", 1), Failover: tt.failover}
+			if strings.HasPrefix(tt.name, "placed back") {
+				spec.GracefulEvictionTasks = []workv1alpha1.GracefulEvictionTask{{FromCluster: "m2"}}
+			}
 			if got := ApplicationDuesOf(spec, status); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("ApplicationDuesOf = %+v, want %+v", got, tt.want)
 			}
