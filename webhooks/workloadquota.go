@@ -10,6 +10,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -56,6 +57,8 @@ type WorkloadQuota struct {
 	// APIReader reads the workload behind a scale request: the manager
 	// does not cache every workload of the hub.
 	APIReader client.Reader
+	// RESTMapper tells the kind behind a scale request's resource.
+	RESTMapper meta.RESTMapper
 }
 
 // SetupWithManager registers the webhook.
@@ -65,6 +68,9 @@ func (w *WorkloadQuota) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if w.APIReader == nil {
 		w.APIReader = mgr.GetAPIReader()
+	}
+	if w.RESTMapper == nil {
+		w.RESTMapper = mgr.GetRESTMapper()
 	}
 	mgr.GetWebhookServer().Register(WorkloadQuotaPath, &admission.Webhook{Handler: w})
 	return nil
@@ -170,22 +176,16 @@ func namespaceUsage(bindings []workv1alpha1.ResourceBinding) corev1.ResourceList
 	return used
 }
 
-// scaleKinds are the kinds whose scale subresource the webhook sees.
-var scaleKinds = map[schema.GroupResource]string{
-	{Group: "apps", Resource: "deployments"}:  "Deployment",
-	{Group: "apps", Resource: "statefulsets"}: "StatefulSet",
-	{Group: "apps", Resource: "replicasets"}:  "ReplicaSet",
-}
-
 // objects is the workload as it would be after the request, and before
 // (nil on create). A scale request carries only a Scale: the workload is
 // read and given the Scale's replicas.
 func (w *WorkloadQuota) objects(ctx context.Context, req admission.Request) (*unstructured.Unstructured, *unstructured.Unstructured, error) {
 	if req.SubResource == "scale" {
-		kind, ok := scaleKinds[schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}]
-		if !ok {
-			return nil, nil, nil
+		gvk, err := w.RESTMapper.KindFor(schema.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource})
+		if err != nil {
+			return nil, nil, fmt.Errorf("the kind of %s: %w", req.Resource.Resource, err)
 		}
+		kind := gvk.Kind
 		var scale struct {
 			Spec struct {
 				Replicas int32 `json:"replicas"`
@@ -200,8 +200,8 @@ func (w *WorkloadQuota) objects(ctx context.Context, req admission.Request) (*un
 			return nil, nil, fmt.Errorf("read %s %s/%s: %w", kind, req.Namespace, req.Name, err)
 		}
 		obj := old.DeepCopy()
-		if _, err := interpreter.ReviseReplica(obj, scale.Spec.Replicas); err != nil {
-			return nil, nil, err
+		if revised, err := interpreter.ReviseReplica(obj, scale.Spec.Replicas); err != nil || !revised {
+			return nil, nil, err // a kind without replicas the interpreter knows: nothing to estimate
 		}
 		return obj, old, nil
 	}
