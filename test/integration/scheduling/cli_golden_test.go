@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -281,4 +282,37 @@ func TestAPlacementOnTheNamesThatExistStillSaysWhichDoNot(t *testing.T) {
 		c := scheduled(b)
 		return c != nil && c.Status == metav1.ConditionTrue && c.Message == want
 	})
+}
+
+// TestGoldenExplainSaysWhyABindingMoved: a binding application failover
+// moved off a member shows the eviction task — member, reason, purge mode,
+// when, why — and the state carried to the replacement.
+func TestGoldenExplainSaysWhyABindingMoved(t *testing.T) {
+	member(t, "moved-a", "r8", "64", 1)
+	member(t, "moved-b", "r8", "64", 1)
+	b := binding(t, "moved-web", 2, clusterNames("moved-a"))
+	decidedOver(t, b, func(b *workv1alpha1.ResourceBinding) bool {
+		return placement(b) == "moved-a:2" && b.Status.SchedulerObservedGeneration == b.Generation
+	}, "moved-a", "moved-b")
+	// What application failover wrote when it evicted the binding from
+	// moved-b (the placement has since left it).
+	got := &workv1alpha1.ResourceBinding{}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(b), got); err != nil {
+		t.Fatal(err)
+	}
+	at := metav1.NewTime(time.Date(2026, 12, 2, 10, 5, 0, 0, time.UTC))
+	got.Spec.GracefulEvictionTasks = []workv1alpha1.GracefulEvictionTask{{
+		FromCluster: "moved-b", PurgeMode: policyv1alpha1.PurgeModeGracefully, Replicas: ptr.To[int32](2),
+		Reason: workv1alpha1.EvictionReasonApplicationFailure, Producer: workv1alpha1.EvictionProducerApplicationFailover,
+		Message:             "the workload has been Unhealthy on member moved-b since 2026-12-02T10:00:00Z, past decisionConditions.tolerationSeconds (5m0s)",
+		PreservedLabelState: map[string]string{"failover.example.io/replicas-before": "2"},
+		CreationTimestamp:   &at, ClustersBeforeFailover: []string{"moved-b"},
+	}}
+	if err := env.Client.Update(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	decidedOver(t, got, func(b *workv1alpha1.ResourceBinding) bool {
+		return placement(b) == "moved-a:2" && b.Status.SchedulerObservedGeneration == b.Generation
+	}, "moved-a", "moved-b")
+	golden(t, "explain-moved", runCLI(t, "explain", "deployment/moved-web", "-n", "default"))
 }
