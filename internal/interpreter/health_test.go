@@ -1,6 +1,7 @@
 package interpreter
 
 import (
+	"fmt"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,6 +25,19 @@ func fromAPI(t *testing.T, manifest string) *unstructured.Unstructured {
 	return obj
 }
 
+// appsV1 is the manifest of an apps/v1 workload of the kind and generation
+// given, with the spec and status given as YAML, "" for none.
+func appsV1(kind string, generation int, spec, status string) string {
+	manifest := fmt.Sprintf("apiVersion: apps/v1\nkind: %s\nmetadata: {name: w, generation: %d}\n", kind, generation)
+	if spec != "" {
+		manifest += "spec: " + spec + "\n"
+	}
+	if status != "" {
+		manifest += "status: " + status + "\n"
+	}
+	return manifest
+}
+
 func TestInterpretHealthJudgesHealthFromTheObjectsStatus(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -32,66 +46,39 @@ func TestInterpretHealthJudgesHealthFromTheObjectsStatus(t *testing.T) {
 		wantMessage string
 	}{
 		{
-			name: "Deployment with every replica updated, ready and available",
-			manifest: `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: d, generation: 2}
-spec: {replicas: 3}
-status: {observedGeneration: 2, replicas: 3, updatedReplicas: 3, readyReplicas: 3, availableReplicas: 3}`,
-			want: workv1alpha1.ResourceHealthy,
+			name:     "Deployment with every replica updated, ready and available",
+			manifest: appsV1("Deployment", 2, "{replicas: 3}", "{observedGeneration: 2, replicas: 3, updatedReplicas: 3, readyReplicas: 3, availableReplicas: 3}"),
+			want:     workv1alpha1.ResourceHealthy,
 		},
 		{
-			name: "Deployment whose controller has not seen the current generation",
-			manifest: `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: d, generation: 3}
-spec: {replicas: 3}
-status: {observedGeneration: 2, updatedReplicas: 3, readyReplicas: 3, availableReplicas: 3}`,
-			want: workv1alpha1.ResourceUnhealthy, wantMessage: "generation 3 not yet observed (observed 2)",
+			name:     "Deployment whose controller has not seen the current generation",
+			manifest: appsV1("Deployment", 3, "{replicas: 3}", "{observedGeneration: 2, updatedReplicas: 3, readyReplicas: 3, availableReplicas: 3}"),
+			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "generation 3 not yet observed (observed 2)",
 		},
 		{
-			name: "Deployment with replicas not yet ready",
-			manifest: `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: d, generation: 1}
-spec: {replicas: 6}
-status: {observedGeneration: 1, updatedReplicas: 6, readyReplicas: 4, availableReplicas: 4}`,
-			want: workv1alpha1.ResourceUnhealthy, wantMessage: "readyReplicas 4 of 6",
+			name:     "Deployment with replicas not yet ready",
+			manifest: appsV1("Deployment", 1, "{replicas: 6}", "{observedGeneration: 1, updatedReplicas: 6, readyReplicas: 4, availableReplicas: 4}"),
+			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "readyReplicas 4 of 6",
 		},
 		{
-			name: "Deployment just created, no status at all",
-			manifest: `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: d, generation: 1}
-spec: {replicas: 2}`,
-			want: workv1alpha1.ResourceUnhealthy, wantMessage: "generation 1 not yet observed (observed 0)",
+			name:     "Deployment just created, no status at all",
+			manifest: appsV1("Deployment", 1, "{replicas: 2}", ""),
+			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "generation 1 not yet observed (observed 0)",
 		},
 		{
-			name: "Deployment scaled to zero",
-			manifest: `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: d, generation: 4}
-spec: {replicas: 0}
-status: {observedGeneration: 4}`,
-			want: workv1alpha1.ResourceHealthy,
+			name:     "Deployment scaled to zero",
+			manifest: appsV1("Deployment", 4, "{replicas: 0}", "{observedGeneration: 4}"),
+			want:     workv1alpha1.ResourceHealthy,
 		},
 		{
-			name: "StatefulSet with an old revision still running",
-			manifest: `apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: s, generation: 2}
-spec: {replicas: 3}
-status: {observedGeneration: 2, updatedReplicas: 2, readyReplicas: 3, availableReplicas: 3}`,
-			want: workv1alpha1.ResourceUnhealthy, wantMessage: "updatedReplicas 2 of 3",
+			name:     "StatefulSet with an old revision still running",
+			manifest: appsV1("StatefulSet", 2, "{replicas: 3}", "{observedGeneration: 2, updatedReplicas: 2, readyReplicas: 3, availableReplicas: 3}"),
+			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "updatedReplicas 2 of 3",
 		},
 		{
-			name: "ReplicaSet without spec.replicas wants one",
-			manifest: `apiVersion: apps/v1
-kind: ReplicaSet
-metadata: {name: r, generation: 1}
-spec: {}
-status: {observedGeneration: 1, readyReplicas: 1, availableReplicas: 1}`,
-			want: workv1alpha1.ResourceHealthy,
+			name:     "ReplicaSet without spec.replicas wants one",
+			manifest: appsV1("ReplicaSet", 1, "{}", "{observedGeneration: 1, readyReplicas: 1, availableReplicas: 1}"),
+			want:     workv1alpha1.ResourceHealthy,
 		},
 		{
 			name:     "Job with active Pods",
@@ -194,44 +181,29 @@ status: {observedGeneration: 1, readyReplicas: 1, availableReplicas: 1}`,
 			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "no phase yet",
 		},
 		{
-			name: "DaemonSet updated and available on every node",
-			manifest: `apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: ds, generation: 2}
-status: {observedGeneration: 2, desiredNumberScheduled: 4, currentNumberScheduled: 4, updatedNumberScheduled: 4, numberAvailable: 4, numberReady: 4}`,
-			want: workv1alpha1.ResourceHealthy,
+			name:     "DaemonSet updated and available on every node",
+			manifest: appsV1("DaemonSet", 2, "", "{observedGeneration: 2, desiredNumberScheduled: 4, currentNumberScheduled: 4, updatedNumberScheduled: 4, numberAvailable: 4, numberReady: 4}"),
+			want:     workv1alpha1.ResourceHealthy,
 		},
 		{
-			name: "DaemonSet whose controller has not seen the current generation",
-			manifest: `apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: ds, generation: 3}
-status: {observedGeneration: 2, desiredNumberScheduled: 4, updatedNumberScheduled: 4, numberAvailable: 4}`,
-			want: workv1alpha1.ResourceUnhealthy, wantMessage: "generation 3 not yet observed (observed 2)",
+			name:     "DaemonSet whose controller has not seen the current generation",
+			manifest: appsV1("DaemonSet", 3, "", "{observedGeneration: 2, desiredNumberScheduled: 4, updatedNumberScheduled: 4, numberAvailable: 4}"),
+			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "generation 3 not yet observed (observed 2)",
 		},
 		{
-			name: "DaemonSet still rolling out to some nodes",
-			manifest: `apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: ds, generation: 2}
-status: {observedGeneration: 2, desiredNumberScheduled: 4, updatedNumberScheduled: 3, numberAvailable: 4}`,
-			want: workv1alpha1.ResourceUnhealthy, wantMessage: "updatedNumberScheduled 3 of 4",
+			name:     "DaemonSet still rolling out to some nodes",
+			manifest: appsV1("DaemonSet", 2, "", "{observedGeneration: 2, desiredNumberScheduled: 4, updatedNumberScheduled: 3, numberAvailable: 4}"),
+			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "updatedNumberScheduled 3 of 4",
 		},
 		{
-			name: "DaemonSet with updated Pods not yet available",
-			manifest: `apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: ds, generation: 2}
-status: {observedGeneration: 2, desiredNumberScheduled: 4, updatedNumberScheduled: 4, numberAvailable: 2}`,
-			want: workv1alpha1.ResourceUnhealthy, wantMessage: "numberAvailable 2 of 4 updated",
+			name:     "DaemonSet with updated Pods not yet available",
+			manifest: appsV1("DaemonSet", 2, "", "{observedGeneration: 2, desiredNumberScheduled: 4, updatedNumberScheduled: 4, numberAvailable: 2}"),
+			want:     workv1alpha1.ResourceUnhealthy, wantMessage: "numberAvailable 2 of 4 updated",
 		},
 		{
-			name: "DaemonSet on a member with no matching nodes",
-			manifest: `apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: ds, generation: 1}
-status: {observedGeneration: 1, desiredNumberScheduled: 0, currentNumberScheduled: 0, numberMisscheduled: 0, numberReady: 0}`,
-			want: workv1alpha1.ResourceHealthy,
+			name:     "DaemonSet on a member with no matching nodes",
+			manifest: appsV1("DaemonSet", 1, "", "{observedGeneration: 1, desiredNumberScheduled: 0, currentNumberScheduled: 0, numberMisscheduled: 0, numberReady: 0}"),
+			want:     workv1alpha1.ResourceHealthy,
 		},
 		{
 			name:     "a PodDisruptionBudget with enough healthy Pods",

@@ -8,9 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	podresource "k8s.io/component-helpers/resource"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/interpreter/podrequirements"
 )
 
 // HasReplicas reports whether the template's kind carries a replica count
@@ -59,7 +59,7 @@ func GetReplicas(obj *unstructured.Unstructured) (int32, *workv1alpha1.ReplicaRe
 	if replicas != nil {
 		n = *replicas
 	}
-	return n, requirements(obj.GetNamespace(), pod), nil
+	return n, podrequirements.Of(obj.GetNamespace(), pod), nil
 }
 
 func fromUnstructured(obj *unstructured.Unstructured, into any) error {
@@ -67,36 +67,6 @@ func fromUnstructured(obj *unstructured.Unstructured, into any) error {
 		return fmt.Errorf("read %s %s as a %s: %w", obj.GetKind(), obj.GetName(), obj.GroupVersionKind(), err)
 	}
 	return nil
-}
-
-// requirements is what one Pod of the template needs: requests and limits
-// computed as the kube-scheduler does (containers summed, init containers
-// as a maximum, sidecars, pod-level resources, overhead), and where it may
-// run.
-func requirements(namespace string, template *corev1.PodTemplateSpec) *workv1alpha1.ReplicaRequirements {
-	pod := &corev1.Pod{ObjectMeta: template.ObjectMeta, Spec: template.Spec}
-	spec := &template.Spec
-	rr := &workv1alpha1.ReplicaRequirements{
-		Namespace:         namespace,
-		PriorityClassName: spec.PriorityClassName,
-		ResourceRequest:   nonEmpty(podresource.PodRequests(pod, podresource.PodResourcesOptions{})),
-		ResourceLimits:    nonEmpty(podresource.PodLimits(pod, podresource.PodResourcesOptions{})),
-	}
-	claim := &workv1alpha1.NodeClaim{NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations}
-	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
-		claim.HardNodeAffinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
-	}
-	if len(claim.NodeSelector) > 0 || len(claim.Tolerations) > 0 || claim.HardNodeAffinity != nil {
-		rr.NodeClaim = claim
-	}
-	return rr
-}
-
-func nonEmpty(l corev1.ResourceList) corev1.ResourceList {
-	if len(l) == 0 {
-		return nil
-	}
-	return l
 }
 
 // ReviseReplica writes a member's share of replicas into the template rendered for
@@ -134,7 +104,7 @@ func Pods(obj *unstructured.Unstructured) (n int64, req *workv1alpha1.ReplicaReq
 		if err := fromUnstructured(obj, p); err != nil {
 			return 0, nil, false, err
 		}
-		return 1, requirements(obj.GetNamespace(), &corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}), true, nil
+		return 1, podrequirements.Of(obj.GetNamespace(), &corev1.PodTemplateSpec{ObjectMeta: p.ObjectMeta, Spec: p.Spec}), true, nil
 	case replicationControllerKind:
 		rc := &corev1.ReplicationController{}
 		if err := fromUnstructured(obj, rc); err != nil {
@@ -147,7 +117,7 @@ func Pods(obj *unstructured.Unstructured) (n int64, req *workv1alpha1.ReplicaReq
 		if rc.Spec.Template == nil {
 			return int64(n), nil, true, nil
 		}
-		return int64(n), requirements(obj.GetNamespace(), rc.Spec.Template), true, nil
+		return int64(n), podrequirements.Of(obj.GetNamespace(), rc.Spec.Template), true, nil
 	}
 	if !HasReplicas(obj) {
 		return 0, nil, false, nil

@@ -298,133 +298,88 @@ func memberStatus(template *unstructured.Unstructured, item workv1alpha1.Aggrega
 	return true, nil
 }
 
-func aggregateDeployment(template *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem) (any, error) {
-	status := &appsv1.DeploymentStatus{}
+// eachReportedStatus calls each with the status of every member that has
+// reported one, in order: the loop every aggregate shares.
+func eachReportedStatus[M any](template *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem, each func(cluster string, m *M)) error {
+	for _, item := range items {
+		m := new(M)
+		ok, err := memberStatus(template, item, m)
+		if err != nil {
+			return err
+		}
+		if ok {
+			each(item.ClusterName, m)
+		}
+	}
+	return nil
+}
+
+// sumCounts aggregates the kinds whose counts AggregateStatus sums, which
+// differ only in those counts: the template's status with every count
+// countsOf points at replaced by the members' sum, and observedGeneration
+// the template's generation once every member has caught up with it.
+// memberOf splits a member's status as ReflectStatus kept it.
+func sumCounts[S, M any](template *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem,
+	countsOf func(*S) (observedGeneration *int64, counts []*int32), memberOf func(*M) (memberGeneration, *S)) (any, error) {
+	status := new(S)
 	if err := templateStatus(template, status); err != nil {
 		return nil, err
 	}
-	sum, caughtUp := appsv1.DeploymentStatus{}, 0
-	for _, item := range items {
-		m := &memberDeploymentStatus{}
-		ok, err := memberStatus(template, item, m)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
-		if m.caughtUp(m.ObservedGeneration, template.GetGeneration()) {
+	observedGeneration, sums := countsOf(status)
+	for _, sum := range sums {
+		*sum = 0
+	}
+	caughtUp := 0
+	err := eachReportedStatus(template, items, func(_ string, m *M) {
+		generations, s := memberOf(m)
+		observed, counts := countsOf(s)
+		if generations.caughtUp(*observed, template.GetGeneration()) {
 			caughtUp++
 		}
-		sum.Replicas += m.Replicas
-		sum.UpdatedReplicas += m.UpdatedReplicas
-		sum.ReadyReplicas += m.ReadyReplicas
-		sum.AvailableReplicas += m.AvailableReplicas
-		sum.UnavailableReplicas += m.UnavailableReplicas
+		for i, count := range counts {
+			*sums[i] += *count
+		}
+	})
+	if err != nil {
+		return nil, err
 	}
-	status.Replicas, status.UpdatedReplicas, status.ReadyReplicas = sum.Replicas, sum.UpdatedReplicas, sum.ReadyReplicas
-	status.AvailableReplicas, status.UnavailableReplicas = sum.AvailableReplicas, sum.UnavailableReplicas
 	if caughtUp == len(items) {
-		status.ObservedGeneration = template.GetGeneration()
+		*observedGeneration = template.GetGeneration()
 	}
 	return status, nil
+}
+
+func aggregateDeployment(template *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem) (any, error) {
+	return sumCounts(template, items, func(s *appsv1.DeploymentStatus) (*int64, []*int32) {
+		return &s.ObservedGeneration, []*int32{&s.Replicas, &s.UpdatedReplicas, &s.ReadyReplicas, &s.AvailableReplicas, &s.UnavailableReplicas}
+	}, func(m *memberDeploymentStatus) (memberGeneration, *appsv1.DeploymentStatus) {
+		return m.memberGeneration, &m.DeploymentStatus
+	})
 }
 
 func aggregateStatefulSet(template *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem) (any, error) {
-	status := &appsv1.StatefulSetStatus{}
-	if err := templateStatus(template, status); err != nil {
-		return nil, err
-	}
-	sum, caughtUp := appsv1.StatefulSetStatus{}, 0
-	for _, item := range items {
-		m := &memberStatefulSetStatus{}
-		ok, err := memberStatus(template, item, m)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
-		if m.caughtUp(m.ObservedGeneration, template.GetGeneration()) {
-			caughtUp++
-		}
-		sum.Replicas += m.Replicas
-		sum.ReadyReplicas += m.ReadyReplicas
-		sum.CurrentReplicas += m.CurrentReplicas
-		sum.UpdatedReplicas += m.UpdatedReplicas
-		sum.AvailableReplicas += m.AvailableReplicas
-	}
-	status.Replicas, status.ReadyReplicas, status.CurrentReplicas = sum.Replicas, sum.ReadyReplicas, sum.CurrentReplicas
-	status.UpdatedReplicas, status.AvailableReplicas = sum.UpdatedReplicas, sum.AvailableReplicas
-	if caughtUp == len(items) {
-		status.ObservedGeneration = template.GetGeneration()
-	}
-	return status, nil
+	return sumCounts(template, items, func(s *appsv1.StatefulSetStatus) (*int64, []*int32) {
+		return &s.ObservedGeneration, []*int32{&s.Replicas, &s.ReadyReplicas, &s.CurrentReplicas, &s.UpdatedReplicas, &s.AvailableReplicas}
+	}, func(m *memberStatefulSetStatus) (memberGeneration, *appsv1.StatefulSetStatus) {
+		return m.memberGeneration, &m.StatefulSetStatus
+	})
 }
 
 func aggregateReplicaSet(template *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem) (any, error) {
-	status := &appsv1.ReplicaSetStatus{}
-	if err := templateStatus(template, status); err != nil {
-		return nil, err
-	}
-	sum, caughtUp := appsv1.ReplicaSetStatus{}, 0
-	for _, item := range items {
-		m := &memberReplicaSetStatus{}
-		ok, err := memberStatus(template, item, m)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
-		if m.caughtUp(m.ObservedGeneration, template.GetGeneration()) {
-			caughtUp++
-		}
-		sum.Replicas += m.Replicas
-		sum.ReadyReplicas += m.ReadyReplicas
-		sum.AvailableReplicas += m.AvailableReplicas
-	}
-	status.Replicas, status.ReadyReplicas, status.AvailableReplicas = sum.Replicas, sum.ReadyReplicas, sum.AvailableReplicas
-	if caughtUp == len(items) {
-		status.ObservedGeneration = template.GetGeneration()
-	}
-	return status, nil
+	return sumCounts(template, items, func(s *appsv1.ReplicaSetStatus) (*int64, []*int32) {
+		return &s.ObservedGeneration, []*int32{&s.Replicas, &s.ReadyReplicas, &s.AvailableReplicas}
+	}, func(m *memberReplicaSetStatus) (memberGeneration, *appsv1.ReplicaSetStatus) {
+		return m.memberGeneration, &m.ReplicaSetStatus
+	})
 }
 
 func aggregateDaemonSet(template *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem) (any, error) {
-	status := &appsv1.DaemonSetStatus{}
-	if err := templateStatus(template, status); err != nil {
-		return nil, err
-	}
-	sum, caughtUp := appsv1.DaemonSetStatus{}, 0
-	for _, item := range items {
-		m := &memberDaemonSetStatus{}
-		ok, err := memberStatus(template, item, m)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
-		if m.caughtUp(m.ObservedGeneration, template.GetGeneration()) {
-			caughtUp++
-		}
-		sum.CurrentNumberScheduled += m.CurrentNumberScheduled
-		sum.NumberMisscheduled += m.NumberMisscheduled
-		sum.DesiredNumberScheduled += m.DesiredNumberScheduled
-		sum.NumberReady += m.NumberReady
-		sum.UpdatedNumberScheduled += m.UpdatedNumberScheduled
-		sum.NumberAvailable += m.NumberAvailable
-		sum.NumberUnavailable += m.NumberUnavailable
-	}
-	status.CurrentNumberScheduled, status.NumberMisscheduled = sum.CurrentNumberScheduled, sum.NumberMisscheduled
-	status.DesiredNumberScheduled, status.NumberReady = sum.DesiredNumberScheduled, sum.NumberReady
-	status.UpdatedNumberScheduled, status.NumberAvailable = sum.UpdatedNumberScheduled, sum.NumberAvailable
-	status.NumberUnavailable = sum.NumberUnavailable
-	if caughtUp == len(items) {
-		status.ObservedGeneration = template.GetGeneration()
-	}
-	return status, nil
+	return sumCounts(template, items, func(s *appsv1.DaemonSetStatus) (*int64, []*int32) {
+		return &s.ObservedGeneration, []*int32{&s.CurrentNumberScheduled, &s.NumberMisscheduled, &s.DesiredNumberScheduled,
+			&s.NumberReady, &s.UpdatedNumberScheduled, &s.NumberAvailable, &s.NumberUnavailable}
+	}, func(m *memberDaemonSetStatus) (memberGeneration, *appsv1.DaemonSetStatus) {
+		return m.memberGeneration, &m.DaemonSetStatus
+	})
 }
 
 // jobFinished is the type of the condition that says a Job finished,
@@ -481,21 +436,13 @@ func aggregateJob(template *unstructured.Unstructured, items []workv1alpha1.Aggr
 		started, completed              int
 		earliestStart, latestCompletion *metav1.Time
 	)
-	for _, item := range items {
-		m := &batchv1.JobStatus{}
-		ok, err := memberStatus(template, item, m)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
+	err := eachReportedStatus(template, items, func(cluster string, m *batchv1.JobStatus) {
 		status.Active += m.Active
 		status.Succeeded += m.Succeeded
 		status.Failed += m.Failed
 		switch jobFinished(m) {
 		case batchv1.JobFailed:
-			failedIn = append(failedIn, item.ClusterName)
+			failedIn = append(failedIn, cluster)
 			failed.add(*trueCondition(m, batchv1.JobFailed))
 		case batchv1.JobComplete:
 			complete.add(*trueCondition(m, batchv1.JobComplete))
@@ -515,6 +462,9 @@ func aggregateJob(template *unstructured.Unstructured, items []workv1alpha1.Aggr
 				latestCompletion = m.CompletionTime
 			}
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(failedIn) > 0 {
 		failed.Type, failed.Status, failed.Reason = batchv1.JobFailed, corev1.ConditionTrue, "JobFailed"
@@ -542,18 +492,13 @@ func aggregateJob(template *unstructured.Unstructured, items []workv1alpha1.Aggr
 
 func aggregateCronJob(template *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem) (any, error) {
 	status := &batchv1.CronJobStatus{}
-	for _, item := range items {
-		m := &batchv1.CronJobStatus{}
-		ok, err := memberStatus(template, item, m)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
+	err := eachReportedStatus(template, items, func(_ string, m *batchv1.CronJobStatus) {
 		status.Active = append(status.Active, m.Active...)
 		status.LastScheduleTime = latest(status.LastScheduleTime, m.LastScheduleTime)
 		status.LastSuccessfulTime = latest(status.LastSuccessfulTime, m.LastSuccessfulTime)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return status, nil
 }
@@ -604,31 +549,18 @@ func aggregateService(template *unstructured.Unstructured, items []workv1alpha1.
 		return nil, nil
 	}
 	var ingress []corev1.LoadBalancerIngress
-	for _, item := range items {
-		m := &corev1.ServiceStatus{}
-		ok, err := memberStatus(template, item, m)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
+	err := eachReportedStatus(template, items, func(_ string, m *corev1.ServiceStatus) {
 		ingress = append(ingress, m.LoadBalancer.Ingress...)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return &corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: mergeIngress(ingress)}}, nil
 }
 
 func aggregateIngress(template *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem) (any, error) {
 	var ingress []corev1.LoadBalancerIngress
-	for _, item := range items {
-		m := &networkingv1.IngressStatus{}
-		ok, err := memberStatus(template, item, m)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
+	err := eachReportedStatus(template, items, func(_ string, m *networkingv1.IngressStatus) {
 		for _, i := range m.LoadBalancer.Ingress {
 			in := corev1.LoadBalancerIngress{IP: i.IP, Hostname: i.Hostname}
 			for _, p := range i.Ports {
@@ -636,6 +568,9 @@ func aggregateIngress(template *unstructured.Unstructured, items []workv1alpha1.
 			}
 			ingress = append(ingress, in)
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	status := &networkingv1.IngressStatus{}
 	for _, i := range mergeIngress(ingress) {
@@ -769,15 +704,7 @@ func aggregatePV(template *unstructured.Unstructured, items []workv1alpha1.Aggre
 
 func aggregatePDB(template *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem) (any, error) {
 	status := &policyv1.PodDisruptionBudgetStatus{}
-	for _, item := range items {
-		m := &policyv1.PodDisruptionBudgetStatus{}
-		ok, err := memberStatus(template, item, m)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
+	err := eachReportedStatus(template, items, func(cluster string, m *policyv1.PodDisruptionBudgetStatus) {
 		status.CurrentHealthy += m.CurrentHealthy
 		status.DesiredHealthy += m.DesiredHealthy
 		status.ExpectedPods += m.ExpectedPods
@@ -786,25 +713,23 @@ func aggregatePDB(template *unstructured.Unstructured, items []workv1alpha1.Aggr
 			if status.DisruptedPods == nil {
 				status.DisruptedPods = map[string]metav1.Time{}
 			}
-			status.DisruptedPods[item.ClusterName+"/"+pod] = at
+			status.DisruptedPods[cluster+"/"+pod] = at
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return status, nil
 }
 
 func aggregateHPA(template *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem) (any, error) {
 	status := &hpaReplicas{}
-	for _, item := range items {
-		m := &hpaReplicas{}
-		ok, err := memberStatus(template, item, m)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			continue
-		}
+	err := eachReportedStatus(template, items, func(_ string, m *hpaReplicas) {
 		status.CurrentReplicas += m.CurrentReplicas
 		status.DesiredReplicas += m.DesiredReplicas
+	})
+	if err != nil {
+		return nil, err
 	}
 	return status, nil
 }

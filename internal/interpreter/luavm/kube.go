@@ -9,9 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
-	podresource "k8s.io/component-helpers/resource"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/interpreter/podrequirements"
 )
 
 const kubeLibName = "kube"
@@ -75,14 +75,13 @@ func (c *call) accuratePodRequirements(L *lua.LState) int {
 	return 1
 }
 
-// replicaRequirements computes requests and limits as the kube-scheduler
-// does (containers summed, init containers as a maximum, sidecars,
-// pod-level resources, overhead), a container's limits standing in for
-// requests it does not set, as the API server defaults a Pod and Karmada
-// does.
+// replicaRequirements is podrequirements.Of the template's namespace, with
+// a container's limits standing in for requests it does not set (as the
+// API server defaults a Pod and Karmada does), zero quantities dropped, and
+// nil when it needs nothing in particular.
 func replicaRequirements(tpl *corev1.PodTemplateSpec) *workv1alpha1.ReplicaRequirements {
-	pod := &corev1.Pod{ObjectMeta: tpl.ObjectMeta, Spec: *tpl.Spec.DeepCopy()}
-	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+	defaulted := &corev1.PodTemplateSpec{ObjectMeta: tpl.ObjectMeta, Spec: *tpl.Spec.DeepCopy()}
+	for _, cs := range [][]corev1.Container{defaulted.Spec.Containers, defaulted.Spec.InitContainers} {
 		for i := range cs {
 			r := &cs[i].Resources
 			for name, q := range r.Limits {
@@ -95,20 +94,8 @@ func replicaRequirements(tpl *corev1.PodTemplateSpec) *workv1alpha1.ReplicaRequi
 			}
 		}
 	}
-	spec := &pod.Spec
-	rr := &workv1alpha1.ReplicaRequirements{
-		Namespace:         tpl.Namespace,
-		PriorityClassName: spec.PriorityClassName,
-		ResourceRequest:   nonEmpty(podresource.PodRequests(pod, podresource.PodResourcesOptions{})),
-		ResourceLimits:    nonEmpty(podresource.PodLimits(pod, podresource.PodResourcesOptions{})),
-	}
-	claim := &workv1alpha1.NodeClaim{NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations}
-	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
-		claim.HardNodeAffinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
-	}
-	if len(claim.NodeSelector) > 0 || len(claim.Tolerations) > 0 || claim.HardNodeAffinity != nil {
-		rr.NodeClaim = claim
-	}
+	rr := podrequirements.Of(tpl.Namespace, defaulted)
+	rr.ResourceRequest, rr.ResourceLimits = nonZero(rr.ResourceRequest), nonZero(rr.ResourceLimits)
 	if rr.NodeClaim == nil && rr.ResourceRequest == nil && rr.ResourceLimits == nil &&
 		rr.Namespace == "" && rr.PriorityClassName == "" {
 		return nil
@@ -116,7 +103,8 @@ func replicaRequirements(tpl *corev1.PodTemplateSpec) *workv1alpha1.ReplicaRequi
 	return rr
 }
 
-func nonEmpty(l corev1.ResourceList) corev1.ResourceList {
+// nonZero is l without its zero quantities, nil when none is left.
+func nonZero(l corev1.ResourceList) corev1.ResourceList {
 	for name, q := range l {
 		if q.IsZero() {
 			delete(l, name)
