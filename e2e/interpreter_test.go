@@ -110,6 +110,8 @@ func bindingAndWorks(ctx context.Context, ns, name string) string {
 var _ = Describe("Resource interpreter", func() {
 	It("divides a CRD workload 2:1 through Karmada's customization and shows its health and aggregated status on the hub", func(ctx SpecContext) {
 		m1, m2 := theFleet.Member("member1"), theFleet.Member("member2")
+		readyMember(ctx, m1)
+		readyMember(ctx, m2)
 		federatedNamespace(ctx, "interp")
 		installEverywhere(ctx, workloadCRD, m1, m2)
 
@@ -128,6 +130,7 @@ var _ = Describe("Resource interpreter", func() {
 			for _, m := range []*fleet.Member{m1, m2} {
 				mc, err := memberOf(ctx, m)
 				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(mc).NotTo(BeNil(), "no MemberCluster for %s yet", m.Name())
 				served := false
 				for _, e := range mc.Status.APIEnablements {
 					served = served || e.GroupVersion == "workload.example.io/v1alpha1"
@@ -178,6 +181,8 @@ var _ = Describe("Resource interpreter", func() {
 
 	It("leaves a replica count a member's autoscaler owns to the member: no ApplyFailed, the template's other changes still applied", func(ctx SpecContext) {
 		m1 := theFleet.Member("member1")
+		readyMember(ctx, m1)
+		readyMember(ctx, theFleet.Member("member2"))
 		federatedNamespace(ctx, "autoscaled")
 		Expect(theFleet.Apply(ctx, []byte(strings.ReplaceAll(labTemplate+"---"+labWeighted, "namespace: lab", "namespace: autoscaled")))).To(Succeed())
 		eventually(ctx, readyReplicas(ctx, m1, "autoscaled", "fleet-web")).WithTimeout(2 * timeUnit).Should(Equal("4/4"))
@@ -283,6 +288,8 @@ spec:
 var _ = Describe("Application failover", func() {
 	It("moves a Deployment whose Pods never become ready on member2 to member1 after tolerationSeconds, with its preserved state as labels there", func(ctx SpecContext) {
 		m1, m2 := theFleet.Member("member1"), theFleet.Member("member2")
+		readyMember(ctx, m1)
+		readyMember(ctx, m2)
 		federatedNamespace(ctx, "appfailover")
 		Expect(theFleet.Apply(ctx, []byte(stuckOnMember2))).To(Succeed())
 
