@@ -267,7 +267,7 @@ func (t *TaintManager) evictOnce(ctx context.Context, k pacing.Key) error {
 		return fmt.Errorf("evict %s: %w", k, err)
 	}
 	for i, cause := range evicted {
-		metrics.Evictions.WithLabelValues(string(cause.PurgeMode)).Inc()
+		metrics.Evictions.WithLabelValues(cause.Reason, string(cause.PurgeMode)).Inc()
 		t.Recorder.Eventf(b, nil, corev1.EventTypeNormal, workv1alpha1.EvictedEvent, "Evict",
 			"Evicted from member %s (%s, purge mode %s): %s", members[i], cause.Reason, cause.PurgeMode, cause.Message)
 		ctrl.LoggerFrom(ctx).V(1).Info("Evicted", "binding", k.String(), "member", members[i], "reason", cause.Reason, "purgeMode", cause.PurgeMode)

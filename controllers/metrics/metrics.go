@@ -73,12 +73,12 @@ var (
 		Help: "1 while the hub's last request to a Push-mode member got no answer.",
 	}, []string{"member"})
 
-	// Evictions: bindings taken off a member by the taint manager, by
-	// purge mode.
+	// Evictions: bindings taken off a member, by reason (TaintUntolerated,
+	// ApplicationFailure) and purge mode.
 	Evictions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "flotilla_evictions_total",
-		Help: "Bindings evicted from a member because of a NoExecute taint, by purge mode.",
-	}, []string{"purge_mode"})
+		Help: "Bindings evicted from a member, by reason (a NoExecute taint: TaintUntolerated; application failover: ApplicationFailure) and purge mode.",
+	}, []string{"reason", "purge_mode"})
 
 	// EvictionMode: storm protection's state: 0 Normal, 1 Slowed, 2 Stopped.
 	EvictionMode = prometheus.NewGauge(prometheus.GaugeOpts{

@@ -6,12 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/metrics"
 )
 
 // reportHealth writes the binding's aggregated status as the status
@@ -54,6 +56,7 @@ func TestAWorkloadUnhealthyOnAMemberPastTolerationSecondsMovesElsewhere(t *testi
 		}}
 	}, false)
 	waitPlacement(t, "af", "web", "af-a:4 af-b:2", waitTimeout)
+	counted := testutil.ToFloat64(metrics.Evictions.WithLabelValues(workv1alpha1.EvictionReasonApplicationFailure, string(policyv1alpha1.PurgeModeGracefully)))
 
 	turned := time.Now()
 	reportHealth(t, "af", "web", map[string]workv1alpha1.ResourceHealth{"af-a": workv1alpha1.ResourceHealthy, "af-b": workv1alpha1.ResourceUnhealthy},
@@ -74,6 +77,9 @@ func TestAWorkloadUnhealthyOnAMemberPastTolerationSecondsMovesElsewhere(t *testi
 		task.PurgeMode != policyv1alpha1.PurgeModeGracefully || *task.GracePeriodSeconds != 90 ||
 		task.PreservedLabelState["failover.example.io/ready"] != "0" || !strings.Contains(task.Message, "Unhealthy on member af-b") {
 		t.Errorf("task = %+v", task)
+	}
+	if n := testutil.ToFloat64(metrics.Evictions.WithLabelValues(workv1alpha1.EvictionReasonApplicationFailure, string(policyv1alpha1.PurgeModeGracefully))); n != counted+1 {
+		t.Errorf("flotilla_evictions_total{reason=ApplicationFailure,purge_mode=Gracefully} went from %v to %v, want one more", counted, n)
 	}
 	waitEvent(t, "af", "web", workv1alpha1.EvictedEvent)
 	if evs := events(t, "af", "web", workv1alpha1.EvictedEvent); len(evs) == 0 || !strings.Contains(evs[0].Note, "ApplicationFailure") {
