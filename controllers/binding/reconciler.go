@@ -135,6 +135,10 @@ type Reconciler struct {
 	// Interpreter revises replicas and finds dependencies; nil knows the
 	// built-in kinds only.
 	Interpreter *interpreter.Interpreter
+	// KindChanged, when set, carries kinds whose bindings are to be rendered
+	// again (their interpreter customizations changed), one channel per
+	// binding kind.
+	KindChanged map[string]<-chan event.TypedGenericEvent[schema.GroupVersionKind]
 
 	deps dependencyIndex
 }
@@ -170,6 +174,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			for _, src := range r.QuotaWakeups {
 				b = b.WatchesRawSource(src)
 			}
+		}
+		if ch := r.KindChanged[kind]; ch != nil {
+			b = b.WatchesRawSource(source.TypedChannel(ch, handler.TypedEnqueueRequestsFromMapFunc(r.bindingsOfKind(kind))))
 		}
 		for _, depKind := range interpreter.DependencyKinds {
 			meta := &metav1.PartialObjectMetadata{}
@@ -839,6 +846,23 @@ func WorkToBinding(kind string) handler.MapFunc {
 func (r *Reconciler) allBindings(kind string) handler.MapFunc {
 	return func(ctx context.Context, policy client.Object) []reconcile.Request {
 		return r.listBindings(ctx, kind, client.InNamespace(policy.GetNamespace()))
+	}
+}
+
+// bindingsOfKind maps a template kind to the bindings of its templates.
+func (r *Reconciler) bindingsOfKind(kind string) handler.TypedMapFunc[schema.GroupVersionKind, reconcile.Request] {
+	return func(ctx context.Context, gvk schema.GroupVersionKind) []reconcile.Request {
+		var out []reconcile.Request
+		for _, req := range r.listBindings(ctx, kind) {
+			b := NewBinding(kind)
+			if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+				continue
+			}
+			if res := b.BindingSpec().Resource; res.APIVersion == gvk.GroupVersion().String() && res.Kind == gvk.Kind {
+				out = append(out, req)
+			}
+		}
+		return out
 	}
 }
 

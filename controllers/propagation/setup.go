@@ -96,11 +96,23 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	// One interpreter for the pipeline, its customizations loaded from the
 	// hub; a changed customization has the templates of its kind read again.
 	interp := interpreter.New(luavm.New(luavm.Limits{}))
-	kindChanged := make(chan event.TypedGenericEvent[schema.GroupVersionKind], 64)
+	newKindChannel := func() chan event.TypedGenericEvent[schema.GroupVersionKind] {
+		return make(chan event.TypedGenericEvent[schema.GroupVersionKind], 64)
+	}
+	kindChanged := newKindChannel()
+	bindingsChanged := map[string]chan event.TypedGenericEvent[schema.GroupVersionKind]{
+		binding.KindResourceBinding: newKindChannel(), binding.KindClusterResourceBinding: newKindChannel(),
+	}
 	if err := (&customization.Reconciler{
 		Client: c, Interpreter: interp,
+		// Templates are read again (replicas), bindings rendered again
+		// (revision, dependencies).
 		Changed: func(gvk schema.GroupVersionKind) {
-			kindChanged <- event.TypedGenericEvent[schema.GroupVersionKind]{Object: gvk}
+			e := event.TypedGenericEvent[schema.GroupVersionKind]{Object: gvk}
+			kindChanged <- e
+			for _, ch := range bindingsChanged {
+				ch <- e
+			}
 		},
 	}).SetupWithManager(mgr, "customization"); err != nil {
 		return fmt.Errorf("customization controller: %w", err)
@@ -113,7 +125,10 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		return fmt.Errorf("detector: %w", err)
 	}
 	br := &binding.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-binding"), Removals: opts.Removals,
-		Interpreter: interp}
+		Interpreter: interp, KindChanged: map[string]<-chan event.TypedGenericEvent[schema.GroupVersionKind]{}}
+	for kind, ch := range bindingsChanged {
+		br.KindChanged[kind] = ch
+	}
 	if opts.Quota != nil {
 		br.Quota = opts.Quota
 		br.QuotaWakeups = []source.TypedSource[reconcile.Request]{quotacontroller.NewRenderRetry(c, opts.Quota)}

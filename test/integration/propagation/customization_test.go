@@ -286,6 +286,28 @@ func TestAKarmadaCustomizationDrivesACustomKind(t *testing.T) {
 		}
 		return nil
 	})
+
+	// A broken ReviseReplica: the binding's Rendered says so, and is
+	// rendered again once the customization is fixed, the template untouched.
+	revise := func(script string) {
+		update(t, hub.Client, &configv1alpha1.ResourceInterpreterCustomization{ObjectMeta: metav1.ObjectMeta{Name: ric.Name}},
+			func(r *configv1alpha1.ResourceInterpreterCustomization) { r.Spec.Customizations.ReplicaRevision.LuaScript = script })
+	}
+	revise("function ReviseReplica(obj, n)\n  return nil\nend\n")
+	eventually(t, "Rendered False, reason InterpreterFailed, naming replicaRevision", func() error {
+		if err := hub.Client.Get(ctx(), keyOf(rb), rb); err != nil {
+			return err
+		}
+		return hasCondition(rb, workv1alpha1.ConditionRendered, metav1.ConditionFalse, workv1alpha1.BindingReasonInterpreterFailed,
+			"ResourceInterpreterCustomization "+ric.Name+", replicaRevision")
+	})
+	revise("function ReviseReplica(obj, n)\n  obj.spec.replicas = n\n  return obj\nend\n")
+	eventually(t, "Rendered True again once the script is fixed", func() error {
+		if err := hub.Client.Get(ctx(), keyOf(rb), rb); err != nil {
+			return err
+		}
+		return hasCondition(rb, workv1alpha1.ConditionRendered, metav1.ConditionTrue, workv1alpha1.BindingReasonRendered, "")
+	})
 }
 
 // TestACustomizationWhoseScriptDoesNotCompileIsRefused: the webhook runs
