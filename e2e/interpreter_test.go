@@ -15,9 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/e2e/fleet"
@@ -105,6 +107,19 @@ func bindingAndWorks(ctx context.Context, ns, name string) string {
 		out = append(out, []byte(fmt.Sprintf("\nWork %s/%s: %s", w.Namespace, w.Name, st))...)
 	}
 	return "binding " + string(out)
+}
+
+// memberTaints lists every member's taints, for failure messages.
+func memberTaints(ctx context.Context) string {
+	list := &clusterv1alpha1.MemberClusterList{}
+	if err := theFleet.Hub.Client.List(ctx, list); err != nil {
+		return err.Error()
+	}
+	out := ""
+	for _, m := range list.Items {
+		out += fmt.Sprintf("%s: taints %v; ", m.Name, m.Spec.Taints)
+	}
+	return out
 }
 
 var _ = Describe("Resource interpreter", func() {
@@ -278,15 +293,14 @@ spec:
   failover:
     application:
       decisionConditions: {tolerationSeconds: 15}
-      purgeMode: Gracefully
-      gracePeriodSeconds: 120
+      purgeMode: Never
       statePreservation:
         rules:
         - {aliasLabelName: failover.example.io/replicas-before, jsonPath: "{ .replicas }"}
 `
 
 var _ = Describe("Application failover", func() {
-	It("moves a Deployment whose Pods never become ready on member2 to member1 after tolerationSeconds, with its preserved state as labels there", func(ctx SpecContext) {
+	It("moves a Deployment whose Pods never become ready on member2 to member1 after tolerationSeconds, with its preserved state as labels there, keeping member2's copy until released (purgeMode Never)", func(ctx SpecContext) {
 		m1, m2 := theFleet.Member("member1"), theFleet.Member("member2")
 		readyMember(ctx, m1)
 		readyMember(ctx, m2)
@@ -308,22 +322,27 @@ var _ = Describe("Application failover", func() {
 		Expect(readyReplicas(ctx, m2, "appfailover", "stuck")()).To(Equal("0/2"))
 
 		By("evicted from member2 after tolerationSeconds: the task says why, and member1's copy carries member2's preserved replicas")
-		// Both are seen while the task is held: Gracefully removes it (and the
-		// label with it) once member1's copy is healthy.
+		// purgeMode Never keeps the task (and member2's copy) until an
+		// operator releases it, so both can be seen without a race: on this
+		// fleet the replacement is Ready within a second, and a Gracefully
+		// task goes as soon as it is.
 		var task workv1alpha1.GracefulEvictionTask
-		Eventually(ctx, func(g Gomega) {
+		eventually(ctx, func(g Gomega) {
 			g.Expect(theFleet.Hub.Client.Get(ctx, key, rb)).To(Succeed())
 			g.Expect(rb.Spec.GracefulEvictionTasks).To(HaveLen(1))
 			task = rb.Spec.GracefulEvictionTasks[0]
 			d := memberDeployment(ctx, m1, "appfailover", "stuck")
 			g.Expect(d).NotTo(BeNil())
 			g.Expect(d.Labels).To(HaveKeyWithValue("failover.example.io/replicas-before", "2"))
-		}).WithTimeout(2 * timeUnit).WithPolling(200 * time.Millisecond).Should(Succeed())
+		}).WithTimeout(2*timeUnit).Should(Succeed(), func() string {
+			return bindingAndWorks(ctx, "appfailover", "stuck-deployment") + "\n" + memberTaints(ctx)
+		})
 		Expect(task.FromCluster).To(Equal("member2"))
 		Expect(task.Reason).To(Equal(workv1alpha1.EvictionReasonApplicationFailure))
-		Expect(task.PurgeMode).To(Equal(policyv1alpha1.PurgeModeGracefully))
+		Expect(task.PurgeMode).To(Equal(policyv1alpha1.Never))
 		Expect(task.CreationTimestamp.Time.Sub(unhealthySince)).To(BeNumerically(">=", 14*time.Second), "evicted before tolerationSeconds")
 		eventually(ctx, readyReplicas(ctx, m1, "appfailover", "stuck")).WithTimeout(timeUnit).Should(Equal("2/2"))
+		Expect(readyReplicas(ctx, m2, "appfailover", "stuck")()).To(Equal("0/2"), "member2's copy kept under purgeMode Never")
 		evicted := &corev1.EventList{}
 		Expect(theFleet.Hub.Client.List(ctx, evicted, client.InNamespace("appfailover"))).To(Succeed())
 		found := false
@@ -332,7 +351,16 @@ var _ = Describe("Application failover", func() {
 		}
 		Expect(found).To(BeTrue(), "an Evicted event saying ApplicationFailure")
 
-		By("member2's copy removed once member1's is Ready (Gracefully)")
+		By("an operator releases the task (suppressDeletion false): member2's copy goes")
+		eventually(ctx, func() error {
+			if err := theFleet.Hub.Client.Get(ctx, key, rb); err != nil {
+				return err
+			}
+			for i := range rb.Spec.GracefulEvictionTasks {
+				rb.Spec.GracefulEvictionTasks[i].SuppressDeletion = ptr.To(false)
+			}
+			return theFleet.Hub.Client.Update(ctx, rb)
+		}).WithTimeout(timeUnit).Should(Succeed())
 		eventually(ctx, readyReplicas(ctx, m2, "appfailover", "stuck")).WithTimeout(timeUnit).Should(Equal("absent"))
 	}, SpecTimeout(6*time.Minute))
 })
