@@ -1,15 +1,18 @@
 package e2e
 
 import (
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	capiv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,9 +72,78 @@ var _ = Describe("A fleet of CAPD clusters", Label(kindLabel), Ordered, func() {
 		}
 	}, SpecTimeout(6*time.Minute))
 
-	It("moves the replicas off a member whose control-plane machine is gone", func(ctx SpecContext) {
+	It("drains a member whose Cluster is deleted before Cluster API removes it: its Machines are held until the replicas run elsewhere", func(ctx SpecContext) {
 		members := kindMembers()
-		lost := members[len(members)-1]
+		Expect(len(members)).To(BeNumerically(">=", 3), "this spec deletes one member and the next stops another")
+		hub, leaving, survivors := theBackend.Hub(), members[len(members)-1], members[:len(members)-1]
+		replicas := int32(2 * len(members))
+		machines := func(g Gomega) []capiv1.Machine {
+			list := &capiv1.MachineList{}
+			g.Expect(hub.List(ctx, list, client.InNamespace(leaving.Namespace), client.MatchingLabels{capiv1.ClusterNameLabel: leaving.Name})).To(Succeed())
+			return list.Items
+		}
+		eventually(ctx, func(g Gomega) {
+			ms := machines(g)
+			g.Expect(ms).NotTo(BeEmpty())
+			for _, m := range ms {
+				g.Expect(m.Annotations).To(HaveKey(clusterv1alpha1.TerminateHookAnnotation), "Machine %s", m.Name)
+			}
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+
+		By("deleting the CAPI Cluster " + leaving.Name)
+		Expect(hub.Delete(ctx, &capiv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: leaving.Namespace, Name: leaving.Name}})).To(Succeed())
+		eventually(ctx, func(g Gomega) {
+			mc := &clusterv1alpha1.MemberCluster{}
+			g.Expect(hub.Get(ctx, client.ObjectKey{Name: leaving.Name}, mc)).To(Succeed())
+			g.Expect(conditions.IsTrue(mc, clusterv1alpha1.ConditionTerminating)).To(BeTrue(), "Terminating: %+v", conditions.Get(mc, clusterv1alpha1.ConditionTerminating))
+			g.Expect(mc.Spec.Taints).To(ContainElement(HaveField("Key", clusterv1alpha1.TaintTerminating)))
+		}).WithTimeout(time.Minute).Should(Succeed())
+
+		By("the replicas are Ready on the other members while the Cluster and its Machines are still there")
+		// Read the Cluster first and the replicas after: a Cluster seen
+		// after the replicas were counted was there when they were Ready.
+		drainedFirst, gone := false, false
+		var last string
+		eventually(ctx, func(g Gomega) {
+			err := hub.Get(ctx, client.ObjectKey{Namespace: leaving.Namespace, Name: leaving.Name}, &capiv1.Cluster{})
+			if apierrors.IsNotFound(err) {
+				gone = true
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			var sum int32
+			for _, m := range survivors {
+				sum += memberReadyReplicas(ctx, m, namespace, name)()
+			}
+			held := len(machines(g))
+			last = fmt.Sprintf("%d of %d replicas Ready on %d other members, %d Machines of %s left", sum, replicas, len(survivors), held, leaving.Name)
+			drainedFirst = drainedFirst || (sum == replicas && held > 0)
+			g.Expect(drainedFirst).To(BeTrue(), last)
+		}).WithTimeout(10*time.Minute).Should(Succeed(), func() string { return last })
+		Expect(gone).To(BeFalse(), "the Cluster was gone before the replicas were Ready elsewhere (%s)", last)
+
+		By("then Cluster API removes the Cluster, and Flotilla the member")
+		eventually(ctx, func(g Gomega) {
+			err := hub.Get(ctx, client.ObjectKey{Namespace: leaving.Namespace, Name: leaving.Name}, &capiv1.Cluster{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Cluster: %v", err)
+			err = hub.Get(ctx, client.ObjectKey{Name: leaving.Name}, &clusterv1alpha1.MemberCluster{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "MemberCluster: %v", err)
+		}).WithTimeout(10*time.Minute).Should(Succeed(), func() string { return last })
+		eventually(ctx, func() int32 {
+			var sum int32
+			for _, m := range survivors {
+				sum += memberReadyReplicas(ctx, m, namespace, name)()
+			}
+			return sum
+		}).WithTimeout(time.Minute).Should(Equal(replicas), "replicas Ready on the members left after the removal")
+	}, SpecTimeout(25*time.Minute))
+
+	It("moves the replicas off a member whose control-plane machine is gone", func(ctx SpecContext) {
+		// The previous spec deleted the last member; this one stops the
+		// control plane of the one before it.
+		members := kindMembers()[:len(kindMembers())-1]
+		lost, left := members[len(members)-1], members[:len(members)-1]
+		replicas := int32(2 * len(kindMembers()))
 		Expect(theBackend.StopControlPlane(ctx, lost.Name)).To(Succeed())
 		eventually(ctx, func(g Gomega) {
 			mc := &clusterv1alpha1.MemberCluster{}
@@ -81,11 +153,11 @@ var _ = Describe("A fleet of CAPD clusters", Label(kindLabel), Ordered, func() {
 		// Every replica ends up on the members left.
 		eventually(ctx, func() int32 {
 			var sum int32
-			for _, m := range members[:len(members)-1] {
+			for _, m := range left {
 				sum += memberReadyReplicas(ctx, m, namespace, name)()
 			}
 			return sum
-		}).WithTimeout(15*time.Minute).Should(Equal(int32(2*len(members))), "replicas ready on the members left")
+		}).WithTimeout(15*time.Minute).Should(Equal(replicas), "replicas ready on the members left")
 	}, SpecTimeout(25*time.Minute))
 })
 

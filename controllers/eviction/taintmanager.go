@@ -134,13 +134,23 @@ func (t *TaintManager) Reconcile(ctx context.Context, kind string, req ctrl.Requ
 		return ctrl.Result{}, err
 	}
 	var next time.Time
-	for _, d := range dues {
-		if !d.at.After(now) {
-			t.Queue.Add(pacing.Key{Kind: kind, Namespace: req.Namespace, Name: req.Name})
-			return ctrl.Result{}, nil
+	later := func(at time.Time) {
+		if next.IsZero() || at.Before(next) {
+			next = at
 		}
-		if next.IsZero() || d.at.Before(next) {
-			next = d.at
+	}
+	for _, d := range dues {
+		switch {
+		case d.at.After(now):
+			later(d.at)
+		case d.causeErr != nil:
+			// As Karmada's: the eviction waits until the state it must
+			// carry can be read, and is tried again.
+			t.Recorder.Eventf(b, nil, corev1.EventTypeWarning, workv1alpha1.StatePreservationFailedEvent, "Evict",
+				"the eviction from member %s waits for its statePreservation, tried again every %s: %v", d.member, StatePreservationRetry, d.causeErr)
+			later(now.Add(StatePreservationRetry))
+		default:
+			t.Queue.Add(pacing.Key{Kind: kind, Namespace: req.Namespace, Name: req.Name})
 		}
 	}
 	if !next.IsZero() {
@@ -149,12 +159,23 @@ func (t *TaintManager) Reconcile(ctx context.Context, kind string, req ctrl.Requ
 	return ctrl.Result{}, nil
 }
 
+// StatePreservationRetry is how often an application failover eviction
+// whose statePreservation cannot be read yet is tried again.
+const StatePreservationRetry = 5 * time.Second
+
 // memberDue is when a binding must leave one member, and why.
 type memberDue struct {
 	member string
 	at     time.Time
-	// cause builds the eviction's cause when it is done.
-	cause func() (eviction.Cause, error)
+	cause  eviction.Cause
+	// causeErr holds the eviction back: the statePreservation of an
+	// application failover cannot be read from the failed copy's status.
+	causeErr error
+}
+
+// ready tells whether the eviction can be done now.
+func (d memberDue) ready(now time.Time) bool {
+	return !d.at.After(now) && d.causeErr == nil
 }
 
 // duesOf lists the members of spec.clusters the binding must leave, and
@@ -177,9 +198,7 @@ func (t *TaintManager) duesOf(ctx context.Context, b workv1alpha1.Binding) ([]me
 			return nil, fmt.Errorf("read member %s: %w", c.Name, err)
 		}
 		if d, ok := eviction.DueOf(tolerations, m.Spec.Taints); ok {
-			out = append(out, memberDue{member: c.Name, at: d.At, cause: func() (eviction.Cause, error) {
-				return eviction.TaintCause(spec, d, t.GracePeriod), nil
-			}})
+			out = append(out, memberDue{member: c.Name, at: d.At, cause: eviction.TaintCause(spec, d, t.GracePeriod)})
 		}
 	}
 	for _, d := range eviction.ApplicationDuesOf(spec, status) {
@@ -187,9 +206,8 @@ func (t *TaintManager) duesOf(ctx context.Context, b workv1alpha1.Binding) ([]me
 		if i >= 0 && !d.At.Before(out[i].at) {
 			continue
 		}
-		due := memberDue{member: d.Member, at: d.At, cause: func() (eviction.Cause, error) {
-			return eviction.ApplicationCause(spec, status, d)
-		}}
+		due := memberDue{member: d.Member, at: d.At}
+		due.cause, due.causeErr = eviction.ApplicationCause(spec, status, d)
 		if i >= 0 {
 			out[i] = due
 		} else {
@@ -210,7 +228,7 @@ func (t *TaintManager) due(ctx context.Context, k pacing.Key) (bool, error) {
 		return false, err
 	}
 	now := t.Now()
-	return slices.ContainsFunc(dues, func(d memberDue) bool { return !d.at.After(now) }), nil
+	return slices.ContainsFunc(dues, func(d memberDue) bool { return d.ready(now) }), nil
 }
 
 // evict takes the binding off every member it is due to leave now, in one
@@ -242,16 +260,10 @@ func (t *TaintManager) evictOnce(ctx context.Context, k pacing.Key) error {
 	var evicted []eviction.Cause
 	var members []string
 	for _, d := range dues {
-		if d.at.After(now) {
+		if !d.ready(now) {
 			continue
 		}
-		cause, err := d.cause()
-		if err != nil {
-			// A statePreservation rule that cannot be read: the eviction
-			// goes ahead without the labels, and says why.
-			t.Recorder.Eventf(b, nil, corev1.EventTypeWarning, workv1alpha1.StatePreservationFailedEvent, "Evict",
-				"member %s: %v; the replacement is placed without the preserved labels", d.member, err)
-		}
+		cause := d.cause
 		if !eviction.Evict(spec, d.member, cause, now) {
 			continue
 		}

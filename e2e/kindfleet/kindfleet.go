@@ -74,11 +74,14 @@ type MemberSpec struct {
 	Name, Region, Zone string
 }
 
-// DefaultMembers are two workload clusters in different zones.
+// DefaultMembers are three workload clusters in different zones: the kind
+// specs divide a Deployment over them, delete one's Cluster and stop
+// another's control plane, and the replicas end on the third.
 func DefaultMembers() []MemberSpec {
 	return []MemberSpec{
 		{Name: "kind-member1", Region: "local", Zone: "local-a"},
 		{Name: "kind-member2", Region: "local", Zone: "local-b"},
+		{Name: "kind-member3", Region: "local", Zone: "local-c"},
 	}
 }
 

@@ -55,7 +55,7 @@ if [ -n "$probe" ] && ! docker run --rm --privileged --entrypoint /bin/true "$pr
 	export DOCKER_HOST="unix://$work/docker.sock"
 fi
 
-# A management cluster and two CAPD clusters need more inotify instances than 128.
+# A management cluster and three CAPD clusters need more inotify instances than 128.
 if [ "$(cat /proc/sys/fs/inotify/max_user_instances)" -lt 512 ]; then
 	if [ "$(id -u)" = 0 ]; then
 		echo "e2e-kind: raising fs.inotify.max_user_instances to 512 (was $(cat /proc/sys/fs/inotify/max_user_instances))"

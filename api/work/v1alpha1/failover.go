@@ -34,7 +34,8 @@ const (
 	EvictedEvent = "Evicted"
 	PurgedEvent  = "EvictionTaskRemoved"
 	// StatePreservationFailedEvent: an application failover's
-	// statePreservation rule could not be read from the failed copy.
+	// statePreservation rule could not be read from the failed copy; the
+	// eviction waits and is tried again.
 	StatePreservationFailedEvent = "StatePreservationFailed"
 
 	// FailbackAnnotation on a binding lists, comma-separated, the members it

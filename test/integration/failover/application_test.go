@@ -122,3 +122,50 @@ func TestUnknownHealthAndPoliciesWithoutApplicationFailoverNeverMove(t *testing.
 		return nil
 	})
 }
+
+// TestAnApplicationFailoverWaitsForTheStateItMustPreserve: as Karmada's, an
+// eviction whose statePreservation rule cannot be read from the failed
+// copy's status (not collected yet, or without the field) is held, says
+// why in an event, and is tried again: it goes, labels and all, once the
+// status has the field, with no other change to the binding to wake it.
+func TestAnApplicationFailoverWaitsForTheStateItMustPreserve(t *testing.T) {
+	startManager(t, settings{})
+	newMember(t, "aw-a")
+	newMember(t, "aw-b")
+	b := newBinding(t, "aw", "web", bindingOpts{replicas: 4, members: []string{"aw-a", "aw-b"}})
+	update(t, b, func() {
+		b.Spec.Failover = &policyv1alpha1.FailoverBehavior{Application: &policyv1alpha1.ApplicationFailoverBehavior{
+			DecisionConditions: policyv1alpha1.DecisionConditions{TolerationSeconds: ptr.To[int32](1)},
+			PurgeMode:          policyv1alpha1.PurgeModeGracefully, GracePeriodSeconds: ptr.To[int32](90),
+			StatePreservation: &policyv1alpha1.StatePreservation{Rules: []policyv1alpha1.StatePreservationRule{
+				{AliasLabelName: "failover.example.io/ready", JSONPath: "{ .readyReplicas }"},
+			}},
+		}}
+	}, false)
+	waitPlacement(t, "aw", "web", "aw-a:2 aw-b:2", waitTimeout)
+
+	// Unhealthy on aw-b long past tolerationSeconds, but its reflected
+	// status leaves readyReplicas out (Kubernetes omits a zero counter).
+	long := time.Now().Add(-time.Hour)
+	health := map[string]workv1alpha1.ResourceHealth{"aw-a": workv1alpha1.ResourceHealthy, "aw-b": workv1alpha1.ResourceUnhealthy}
+	reportHealth(t, "aw", "web", health, map[string]string{"aw-a": `{"readyReplicas":2}`, "aw-b": `{"replicas":2}`}, long)
+	waitEvent(t, "aw", "web", workv1alpha1.StatePreservationFailedEvent)
+	if evs := events(t, "aw", "web", workv1alpha1.StatePreservationFailedEvent); !strings.Contains(evs[0].Note, "member aw-b waits") || !strings.Contains(evs[0].Note, "readyReplicas") {
+		t.Errorf("StatePreservationFailed event %q, want it to name the member and the field", evs[0].Note)
+	}
+	consistently(t, 7*time.Second, "aw-b kept while its state cannot be read (past one retry)", func() error {
+		got := getBinding(t, "aw", "web")
+		if p := placement(got); p != "aw-a:2 aw-b:2" || len(got.Spec.GracefulEvictionTasks) != 0 {
+			return fmt.Errorf("placement %q, tasks %+v: evicted without the preserved state", p, got.Spec.GracefulEvictionTasks)
+		}
+		return nil
+	})
+
+	// The field appears; health is unchanged, so only the retry sees it.
+	reportHealth(t, "aw", "web", health, map[string]string{"aw-a": `{"readyReplicas":2}`, "aw-b": `{"replicas":2,"readyReplicas":0}`}, long)
+	moved := waitPlacement(t, "aw", "web", "aw-a:4", 15*time.Second)
+	task := taskFor(moved, "aw-b")
+	if task == nil || task.PreservedLabelState["failover.example.io/ready"] != "0" {
+		t.Fatalf("eviction task for aw-b %+v, want preservedLabelState failover.example.io/ready=0", task)
+	}
+}
