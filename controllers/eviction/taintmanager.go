@@ -2,10 +2,11 @@
 // a binding placed on a member with a NoExecute taint it does not tolerate
 // (or no longer tolerates: its tolerationSeconds, counted from the taint's
 // timeAdded, have passed) — and application failover — a workload Unhealthy
-// on a member past failover.application's tolerationSeconds. The member
-// leaves spec.clusters and a graceful eviction task keeps its copy as the
-// failover policy's purge mode says, so that the scheduler places the
-// evicted replicas on other members. Evictions go one binding at a time
+// on a member past failover.application's tolerationSeconds. An eviction
+// is a graceful eviction task on the binding, which keeps the member's copy
+// as the failover policy's purge mode says; the scheduler, the only writer
+// of spec.clusters, takes the member out and places the evicted replicas on
+// other members. Evictions go one binding at a time
 // through a pacing.Queue at the eviction rate, slowed or stopped during a
 // storm (Storm): bindings waiting then carry the EvictionThrottled
 // condition, and the unhealthy members an event.
@@ -181,15 +182,23 @@ func (d memberDue) ready(now time.Time) bool {
 // duesOf lists the members of spec.clusters the binding must leave, and
 // when: a NoExecute taint it does not tolerate (cluster failover), or its
 // workload Unhealthy there past failover.application's tolerationSeconds
-// (application failover). The earlier decides.
+// (application failover). The earlier decides, except that an application
+// failover waiting for its statePreservation does not hold back a taint's
+// eviction that is due now. Members evicted already, which the scheduler
+// has yet to take out of spec.clusters, are not due again.
 func (t *TaintManager) duesOf(ctx context.Context, b workv1alpha1.Binding) ([]memberDue, error) {
 	spec, status := b.BindingSpec(), b.BindingStatus()
+	now := t.Now()
 	var tolerations []corev1.Toleration
 	if spec.Placement != nil {
 		tolerations = spec.Placement.ClusterTolerations
 	}
+	view := eviction.Binding{Generation: b.GetGeneration(), Spec: spec, Status: status}
 	var out []memberDue
 	for _, c := range spec.Clusters {
+		if eviction.AwaitingScheduler(view, c.Name) {
+			continue // evicted already; the scheduler has yet to take it out
+		}
 		m := &clusterv1alpha1.MemberCluster{}
 		if err := t.Client.Get(ctx, client.ObjectKey{Name: c.Name}, m); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -208,6 +217,11 @@ func (t *TaintManager) duesOf(ctx context.Context, b workv1alpha1.Binding) ([]me
 		}
 		due := memberDue{member: d.Member, at: d.At}
 		due.cause, due.causeErr = eviction.ApplicationCause(spec, status, d)
+		if i >= 0 && due.causeErr != nil && !out[i].at.After(now) {
+			// The taint's eviction is due and can be made now: it does not
+			// wait for the application's state to be readable.
+			continue
+		}
 		if i >= 0 {
 			out[i] = due
 		} else {
@@ -231,8 +245,9 @@ func (t *TaintManager) due(ctx context.Context, k pacing.Key) (bool, error) {
 	return slices.ContainsFunc(dues, func(d memberDue) bool { return d.ready(now) }), nil
 }
 
-// evict takes the binding off every member it is due to leave now, in one
-// write with an optimistic lock, read fresh from the API server.
+// evict records the binding's eviction from every member it is due to
+// leave now, in one write with an optimistic lock, read fresh from the API
+// server.
 func (t *TaintManager) evict(ctx context.Context, k pacing.Key) error {
 	for attempt := 0; ; attempt++ {
 		err := t.evictOnce(ctx, k)

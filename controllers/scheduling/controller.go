@@ -45,6 +45,11 @@ type Reconciler struct {
 
 	snapshots *snapshots
 	written   writtenGenerations
+	decided   decidedInputs
+	// placementEpoch counts the member changes that queue bindings to be
+	// decided again (enqueueAll): a decision made at an older epoch may
+	// not hold, one made at the current epoch on the same inputs does.
+	placementEpoch atomic.Uint64
 
 	// restore guards the one rebuild of the assumed ledger from the
 	// bindings before this process's first decision (holds.go).
@@ -119,6 +124,7 @@ func (r *Reconciler) enqueueAll(list client.ObjectList, onlyUnscheduled bool) ha
 		// Told first here, every binding this change queues is decided on
 		// a snapshot listed after it.
 		r.snapshots.memberChanged()
+		r.placementEpoch.Add(1)
 		l := list.DeepCopyObject().(client.ObjectList)
 		if err := r.Client.List(ctx, l); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "list bindings to reschedule after a member change")
@@ -157,34 +163,60 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request, b wor
 		if client.IgnoreNotFound(err) == nil {
 			r.Scheduler.Forget(keyOf(req))
 			r.written.forget(keyOf(req))
+			r.decided.forget(keyOf(req))
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !b.GetDeletionTimestamp().IsZero() {
 		r.Scheduler.Forget(bindingKey(b))
 		r.written.forget(bindingKey(b))
+		r.decided.forget(bindingKey(b))
 		return reconcile.Result{}, nil
 	}
 	if r.written.stale(bindingKey(b), b.GetUID(), b.GetGeneration()) {
 		return reconcile.Result{RequeueAfter: staleCacheRetry}, nil
 	}
-	if s := b.BindingSpec().Suspension; s != nil && s.Scheduling != nil && *s.Scheduling {
+
+	original := b.(client.Object).DeepCopyObject().(client.Object)
+	epoch := r.placementEpoch.Load()
+	decided := false
+	defer func() {
+		if err := r.write(ctx, original, b); err != nil {
+			reterr = fmt.Errorf("write placement of %s: %w", bindingKey(b), err)
+			return
+		}
+		if decided && conditions.IsTrue(b, workv1alpha1.ConditionScheduled) {
+			r.decided.record(bindingKey(b), b, epoch)
+		}
+	}()
+
+	// Members the binding is being evicted from leave the placement here,
+	// whatever else happens: the eviction only records their tasks, so that
+	// spec.clusters has one writer, this controller.
+	spec := b.BindingSpec()
+	leaving := len(spec.Clusters)
+	spec.Clusters = scheduler.Staying(spec)
+	leaving -= len(spec.Clusters)
+
+	if s := spec.Suspension; s != nil && s.Scheduling != nil && *s.Scheduling {
 		return reconcile.Result{}, nil
 	}
-	if eviction.PurgingDirectly(b.BindingSpec()) {
+	if eviction.PurgingDirectly(spec) {
 		// Purge mode Directly: the evicted copy goes before its replacement
 		// is placed; removing the task (controllers/gracefuleviction) brings
 		// the binding back here.
 		return reconcile.Result{}, nil
 	}
+	if leaving == 0 && conditions.IsTrue(b, workv1alpha1.ConditionScheduled) && r.decided.unchanged(bindingKey(b), b, epoch) {
+		// A new generation that changed nothing a decision reads (the
+		// template's resourceVersion, rendering fields): it is observed,
+		// not decided again, so that purging, which waits for the
+		// scheduler to have seen the binding's generation, is not held.
+		observe(b)
+		return reconcile.Result{}, nil
+	}
 
-	original := b.(client.Object).DeepCopyObject().(client.Object)
-	defer func() {
-		if err := r.write(ctx, original, b); err != nil {
-			reterr = fmt.Errorf("write placement of %s: %w", bindingKey(b), err)
-		}
-	}()
-
+	decided = true
 	start := time.Now()
 	snap, err := r.snapshots.get(ctx)
 	if err != nil {

@@ -75,10 +75,12 @@ func inputsOf(spec *workv1alpha1.ResourceBindingSpec) placementInputs {
 }
 
 // placementInputsChanged passes binding updates that can change its
-// placement: a changed input, or spec.clusters changed by another writer.
-// Not the template's resourceVersion the detector records on every
-// template change, nor fields only rendering reads, nor the controller's
-// own placement write (which records the generation it produced).
+// placement: a changed input, or spec.clusters changed by another writer;
+// and a new generation not yet observed (the template's resourceVersion the
+// detector records, fields only rendering reads), which the reconciler
+// observes without deciding again when the inputs are those of its last
+// decision. Not the controller's own placement write (which records the
+// generation it produced).
 func (r *Reconciler) placementInputsChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -93,10 +95,11 @@ func (r *Reconciler) placementInputsChanged() predicate.Predicate {
 			if !equality.Semantic.DeepEqual(inputsOf(oldB.BindingSpec()), inputsOf(newB.BindingSpec())) {
 				return true
 			}
-			if equality.Semantic.DeepEqual(oldB.BindingSpec().Clusters, newB.BindingSpec().Clusters) {
+			if r.written.wrote(bindingKey(newB), e.ObjectNew.GetUID(), e.ObjectNew.GetGeneration()) {
 				return false
 			}
-			return !r.written.wrote(bindingKey(newB), e.ObjectNew.GetUID(), e.ObjectNew.GetGeneration())
+			return !equality.Semantic.DeepEqual(oldB.BindingSpec().Clusters, newB.BindingSpec().Clusters) ||
+				newB.BindingStatus().SchedulerObservedGeneration < e.ObjectNew.GetGeneration()
 		},
 	}
 }

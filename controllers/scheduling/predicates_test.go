@@ -10,8 +10,9 @@ import (
 )
 
 // A binding is decided again when what a decision reads changes, or when
-// someone else moves its placement — not for the template's resourceVersion,
-// rendering-only fields, status, or the controller's own placement write.
+// someone else moves its placement; a generation changed otherwise (the
+// template's resourceVersion, rendering-only fields) is passed to be
+// observed; status and the controller's own placement write are not passed.
 func TestPlacementInputsChangedPassesOnlyWhatCanChangeAPlacement(t *testing.T) {
 	base := &workv1alpha1.ResourceBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment", UID: "u1", Generation: 4},
@@ -39,8 +40,13 @@ func TestPlacementInputsChangedPassesOnlyWhatCanChangeAPlacement(t *testing.T) {
 			b.Status.ReadyReplicas = 3
 			return b
 		}(), false},
-		{"the template's resourceVersion", next(func(b *workv1alpha1.ResourceBinding) { b.Spec.Resource.ResourceVersion = "11" }), false},
-		{"preserveResourcesOnDeletion", next(func(b *workv1alpha1.ResourceBinding) { t := true; b.Spec.PreserveResourcesOnDeletion = &t }), false},
+		// Passed to be observed (the reconciler does not decide them again).
+		{"the template's resourceVersion", next(func(b *workv1alpha1.ResourceBinding) { b.Spec.Resource.ResourceVersion = "11" }), true},
+		{"preserveResourcesOnDeletion", next(func(b *workv1alpha1.ResourceBinding) { t := true; b.Spec.PreserveResourcesOnDeletion = &t }), true},
+		{"a generation observed already", next(func(b *workv1alpha1.ResourceBinding) {
+			b.Spec.Resource.ResourceVersion = "11"
+			b.Status.SchedulerObservedGeneration = b.Generation
+		}), false},
 		{"replicas", next(func(b *workv1alpha1.ResourceBinding) { b.Spec.Replicas = 4 }), true},
 		{"an eviction task", next(func(b *workv1alpha1.ResourceBinding) {
 			b.Spec.GracefulEvictionTasks = []workv1alpha1.GracefulEvictionTask{{FromCluster: "a"}}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -74,7 +75,7 @@ func placed(pairs ...any) []workv1alpha1.TargetCluster {
 	return out
 }
 
-func TestEvictRecordsATaskAndLeavesTheRestOfThePlacement(t *testing.T) {
+func TestEvictRecordsATaskAndLeavesThePlacementToTheScheduler(t *testing.T) {
 	due := Due{Taint: noExecute("cluster.flotilla.io/unreachable", t0)}
 	tests := []struct {
 		name     string
@@ -92,8 +93,9 @@ func TestEvictRecordsATaskAndLeavesTheRestOfThePlacement(t *testing.T) {
 			if !Evict(spec, "m2", TaintCause(spec, due, 10*time.Minute), t0) {
 				t.Fatal("Evict = false")
 			}
-			if len(spec.Clusters) != 1 || spec.Clusters[0].Name != "m1" || spec.Clusters[0].Replicas != 4 {
-				t.Errorf("clusters = %v, want m1:4", spec.Clusters)
+			// spec.clusters is the scheduler's: the member leaves it there.
+			if !equality.Semantic.DeepEqual(spec.Clusters, placed("m1", 4, "m2", 2)) {
+				t.Errorf("clusters = %v, want them untouched, m1:4 m2:2", spec.Clusters)
 			}
 			if len(spec.GracefulEvictionTasks) != 1 {
 				t.Fatalf("tasks = %v", spec.GracefulEvictionTasks)
@@ -110,6 +112,42 @@ func TestEvictRecordsATaskAndLeavesTheRestOfThePlacement(t *testing.T) {
 	spec := &workv1alpha1.ResourceBindingSpec{Clusters: placed("m1", 4)}
 	if Evict(spec, "m2", TaintCause(spec, due, time.Minute), t0) || len(spec.GracefulEvictionTasks) != 0 {
 		t.Errorf("evicting from a member the binding is not on changed it: %+v", spec)
+	}
+
+	// A second eviction before the scheduler took the first member out:
+	// the placement before it does not count the member already leaving.
+	spec = &workv1alpha1.ResourceBindingSpec{Clusters: placed("m1", 4, "m2", 2, "m3", 1)}
+	Evict(spec, "m2", TaintCause(spec, due, time.Minute), t0)
+	Evict(spec, "m3", TaintCause(spec, due, time.Minute), t0)
+	if task := spec.GracefulEvictionTasks[1]; task.FromCluster != "m3" || !slices.Equal(task.ClustersBeforeFailover, []string{"m1", "m3"}) {
+		t.Errorf("second task = %+v, want m3's with clustersBeforeFailover [m1 m3]", task)
+	}
+}
+
+// An evicted member stays in spec.clusters until the scheduler has decided
+// on the generation that carries its task; after that, one still there was
+// placed there again.
+func TestAwaitingSchedulerUntilTheSchedulerObservedTheEviction(t *testing.T) {
+	spec := &workv1alpha1.ResourceBindingSpec{Clusters: placed("m1", 4, "m2", 2),
+		GracefulEvictionTasks: []workv1alpha1.GracefulEvictionTask{{FromCluster: "m2"}}}
+	for _, tt := range []struct {
+		name     string
+		observed int64
+		member   string
+		want     bool
+	}{
+		{"not yet decided", 4, "m2", true},
+		{"decided, placed there again", 5, "m2", false},
+		{"no task", 4, "m1", false},
+	} {
+		b := Binding{Generation: 5, Spec: spec, Status: &workv1alpha1.ResourceBindingStatus{SchedulerObservedGeneration: tt.observed}}
+		if got := AwaitingScheduler(b, tt.member); got != tt.want {
+			t.Errorf("%s: AwaitingScheduler = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	left := &workv1alpha1.ResourceBindingSpec{Clusters: placed("m1", 4), GracefulEvictionTasks: spec.GracefulEvictionTasks}
+	if AwaitingScheduler(Binding{Generation: 5, Spec: left, Status: &workv1alpha1.ResourceBindingStatus{}}, "m2") {
+		t.Error("a member out of spec.clusters awaits the scheduler")
 	}
 }
 
@@ -137,6 +175,8 @@ func TestPurgeModes(t *testing.T) {
 	downElsewhere := Binding{Generation: 3, Spec: spec, Status: healthyOn(3, 0, "m1")}
 	downElsewhere.Status.AggregatedStatus[0].Health = workv1alpha1.ResourceUnhealthy
 	placedAgain := Binding{Generation: 3, Spec: &workv1alpha1.ResourceBindingSpec{Replicas: 6, Clusters: placed("m2", 6)}, Status: healthyOn(3, 0)}
+	leaving := &workv1alpha1.ResourceBindingSpec{Replicas: 6, Clusters: placed("m1", 3, "m2", 3), GracefulEvictionTasks: []workv1alpha1.GracefulEvictionTask{*task(policyv1alpha1.PurgeModeDirectly, nil)}}
+	awaiting := Binding{Generation: 4, Spec: leaving, Status: healthyOn(3, 6, "m1", "m2")}
 	tests := []struct {
 		name        string
 		task        *workv1alpha1.GracefulEvictionTask
@@ -154,6 +194,8 @@ func TestPurgeModes(t *testing.T) {
 		{"Gracefully: past the grace period the last copy stays while the replacement is placed nowhere", task(policyv1alpha1.PurgeModeGracefully, nil), nowhere, false, late, false, false, time.Time{}, "the copy on m2 is the last one running (placed on no member)"},
 		{"Gracefully: past the grace period the last copy stays while the replacement is healthy nowhere", task(policyv1alpha1.PurgeModeGracefully, nil), downElsewhere, false, late, false, false, time.Time{}, "the copy on m2 is the last one running (not yet healthy on m1)"},
 		{"Gracefully: removed when the scheduler placed it on the member again", task(policyv1alpha1.PurgeModeGracefully, nil), placedAgain, false, soon, true, false, time.Time{}, "placed on m2 again"},
+		{"Gracefully: kept, past the grace period too, while the scheduler has not taken the member out", task(policyv1alpha1.PurgeModeGracefully, nil), awaiting, false, late, false, false, time.Time{}, "waiting for the scheduler"},
+		{"Directly: the Work is not deleted while the member is still the placement", task(policyv1alpha1.PurgeModeDirectly, nil), awaiting, false, late, false, false, time.Time{}, "waiting for the scheduler"},
 		{"Directly: the old Work is deleted first", task(policyv1alpha1.PurgeModeDirectly, nil), starting, false, soon, false, true, late, "removing the copy on m2 first"},
 		{"Directly: removed once the old Work is gone", task(policyv1alpha1.PurgeModeDirectly, nil), starting, true, soon, true, false, time.Time{}, "the copy on m2 is removed"},
 		{"Directly: removed when the deletion is not confirmed in time", task(policyv1alpha1.PurgeModeDirectly, nil), starting, false, late, true, false, time.Time{}, "not confirmed removed"},

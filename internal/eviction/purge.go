@@ -57,6 +57,11 @@ func PurgeOf(task *workv1alpha1.GracefulEvictionTask, b Binding, workGone bool, 
 	if mode == policyv1alpha1.Never {
 		return Purge{Remove: true, Why: "released by an operator (suppressDeletion false)"}
 	}
+	if AwaitingScheduler(b, task.FromCluster) {
+		// Its copy is still the placement until the scheduler takes it
+		// out; the scheduler's write brings the binding back.
+		return Purge{Why: "waiting for the scheduler to take the binding off " + task.FromCluster}
+	}
 	if slices.ContainsFunc(b.Spec.Clusters, func(c workv1alpha1.TargetCluster) bool { return c.Name == task.FromCluster }) {
 		// The scheduler placed it there again (the member recovered and no
 		// other could take it): its copy there is the placement now.

@@ -45,11 +45,14 @@ func TaintCause(spec *workv1alpha1.ResourceBindingSpec, due Due, grace time.Dura
 	}
 }
 
-// Evict takes member out of spec.clusters and records a graceful eviction
-// task for it: the cause's purge mode (Never sets suppressDeletion), grace
-// as gracePeriodSeconds, the placement before the eviction. It reports
-// false, changing nothing, when member is not in spec.clusters. A task
-// already held for member is replaced.
+// Evict records a graceful eviction task for member, one of spec.clusters:
+// the cause's purge mode (Never sets suppressDeletion), grace as
+// gracePeriodSeconds, the placement before the eviction (without members
+// already leaving). The member stays in spec.clusters: the scheduler, the
+// only writer of spec.clusters, takes it out when it next decides
+// (scheduler.Staying) and places its replicas elsewhere. It reports false,
+// changing nothing, when member is not in spec.clusters. A task already
+// held for member is replaced.
 func Evict(spec *workv1alpha1.ResourceBindingSpec, member string, cause Cause, now time.Time) bool {
 	i := slices.IndexFunc(spec.Clusters, func(c workv1alpha1.TargetCluster) bool { return c.Name == member })
 	if i < 0 {
@@ -57,7 +60,9 @@ func Evict(spec *workv1alpha1.ResourceBindingSpec, member string, cause Cause, n
 	}
 	before := make([]string, 0, len(spec.Clusters))
 	for _, c := range spec.Clusters {
-		before = append(before, c.Name)
+		if c.Name == member || !Evicting(spec, c.Name) {
+			before = append(before, c.Name)
+		}
 	}
 	task := workv1alpha1.GracefulEvictionTask{
 		FromCluster:            member,
@@ -74,10 +79,24 @@ func Evict(spec *workv1alpha1.ResourceBindingSpec, member string, cause Cause, n
 	if cause.PurgeMode == policyv1alpha1.Never {
 		task.SuppressDeletion = ptr.To(true)
 	}
-	spec.Clusters = slices.Delete(spec.Clusters, i, i+1)
 	spec.GracefulEvictionTasks = slices.DeleteFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.FromCluster == member })
 	spec.GracefulEvictionTasks = append(spec.GracefulEvictionTasks, task)
 	return true
+}
+
+// Evicting says whether a graceful eviction task is held for member.
+func Evicting(spec *workv1alpha1.ResourceBindingSpec, member string) bool {
+	return slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.FromCluster == member })
+}
+
+// AwaitingScheduler says whether member is evicted (a task is held for it)
+// but still in spec.clusters because the scheduler has not decided since:
+// its copy is not the placement, nor is it placed there again. Once the
+// scheduler has observed the binding's generation, a member with a task
+// still in spec.clusters is one it placed there again.
+func AwaitingScheduler(b Binding, member string) bool {
+	return b.Status.SchedulerObservedGeneration < b.Generation && Evicting(b.Spec, member) &&
+		slices.ContainsFunc(b.Spec.Clusters, func(c workv1alpha1.TargetCluster) bool { return c.Name == member })
 }
 
 func messageOf(due Due) string {

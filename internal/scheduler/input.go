@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"slices"
+
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
@@ -23,7 +25,8 @@ type Input struct {
 	// Placement from the policy; nil places on every member, Duplicated.
 	Placement *policyv1alpha1.Placement
 
-	// Current is the placement before this decision (spec.clusters).
+	// Current is the placement before this decision: spec.clusters
+	// without the members being evicted (Staying).
 	Current []workv1alpha1.TargetCluster
 	// EvictedFrom lists members the binding is leaving (gracefulEvictionTasks).
 	EvictedFrom []string
@@ -33,6 +36,22 @@ type Input struct {
 	// Rebalance asks for a placement from scratch instead of the
 	// least-movement update, and restarts affinity fallback at the first term.
 	Rebalance bool
+}
+
+// Staying is spec.clusters without the members the binding is being
+// evicted from: the eviction records a graceful eviction task and leaves
+// spec.clusters to the scheduler, which starts each decision from this.
+func Staying(spec *workv1alpha1.ResourceBindingSpec) []workv1alpha1.TargetCluster {
+	if len(spec.GracefulEvictionTasks) == 0 {
+		return spec.Clusters
+	}
+	var out []workv1alpha1.TargetCluster
+	for _, c := range spec.Clusters {
+		if !slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.FromCluster == c.Name }) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // InputFromBinding reads a ResourceBinding or ClusterResourceBinding.
@@ -47,7 +66,7 @@ func InputFromBinding(key string, spec *workv1alpha1.ResourceBindingSpec, status
 		Replicas:             spec.Replicas,
 		Requirements:         spec.ReplicaRequirements,
 		Placement:            spec.Placement,
-		Current:              spec.Clusters,
+		Current:              Staying(spec),
 		ObservedAffinityName: status.SchedulerObservedAffinityName,
 	}
 	for _, task := range spec.GracefulEvictionTasks {

@@ -56,6 +56,47 @@ func TestGracefullyKeepsTheOldCopyUntilTheReplacementIsReady(t *testing.T) {
 	waitEvent(t, "gr", "web", workv1alpha1.PurgedEvent)
 }
 
+// A new generation of the binding that changes nothing the scheduler reads
+// (here the template's resourceVersion, recorded on every template change)
+// is observed by the scheduler without a decision, so that the purge, which
+// waits for the scheduler to have seen the binding's generation, goes as
+// soon as the replacement is Ready rather than at the end of the grace
+// period (a minute here).
+func TestATemplateChangeDuringAnEvictionDoesNotHoldThePurge(t *testing.T) {
+	startManager(t, settings{})
+	newMember(t, "tc-a")
+	newMember(t, "tc-b")
+	newBinding(t, "tc", "web", bindingOpts{replicas: 4, members: []string{"tc-a", "tc-b"}})
+	waitPlacement(t, "tc", "web", "tc-a:2 tc-b:2", waitTimeout)
+
+	taintByHand(t, "tc-b", "maintenance.example/down")
+	decided := waitPlacement(t, "tc", "web", "tc-a:4", 10*time.Second)
+	if taskFor(decided, "tc-b") == nil {
+		t.Fatalf("no eviction task for tc-b: %+v", decided.Spec.GracefulEvictionTasks)
+	}
+	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "tc", Name: "web"}}
+	update(t, b, func() { b.Spec.Resource.ResourceVersion = "template-changed" }, false)
+	eventually(t, 10*time.Second, "the new generation observed by the scheduler", func() error {
+		got := getBinding(t, "tc", "web")
+		if got.Status.SchedulerObservedGeneration != got.Generation {
+			return fmt.Errorf("observed generation %d of %d", got.Status.SchedulerObservedGeneration, got.Generation)
+		}
+		return nil
+	})
+	after := getBinding(t, "tc", "web")
+	if placement(after) != "tc-a:4" || !after.Status.LastScheduledTime.Equal(decided.Status.LastScheduledTime) {
+		t.Errorf("observing a generation changed the decision: placement %q, lastScheduledTime %v (was %v)",
+			placement(after), after.Status.LastScheduledTime, decided.Status.LastScheduledTime)
+	}
+	reportHealthy(t, "tc", "web")
+	eventually(t, 10*time.Second, "the task removed once the replacement is Ready", func() error {
+		if tasks := tasksOf(t, "tc", "web"); len(tasks) > 0 {
+			return fmt.Errorf("tasks %+v", tasks)
+		}
+		return nil
+	})
+}
+
 func TestDirectlyRemovesTheOldCopyBeforeTheReplacementIsPlaced(t *testing.T) {
 	startManager(t, settings{})
 	newMember(t, "dr-a")
