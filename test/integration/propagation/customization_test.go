@@ -291,7 +291,9 @@ func TestAKarmadaCustomizationDrivesACustomKind(t *testing.T) {
 	// rendered again once the customization is fixed, the template untouched.
 	revise := func(script string) {
 		update(t, hub.Client, &configv1alpha1.ResourceInterpreterCustomization{ObjectMeta: metav1.ObjectMeta{Name: ric.Name}},
-			func(r *configv1alpha1.ResourceInterpreterCustomization) { r.Spec.Customizations.ReplicaRevision.LuaScript = script })
+			func(r *configv1alpha1.ResourceInterpreterCustomization) {
+				r.Spec.Customizations.ReplicaRevision.LuaScript = script
+			})
 	}
 	revise("function ReviseReplica(obj, n)\n  return nil\nend\n")
 	eventually(t, "Rendered False, reason InterpreterFailed, naming replicaRevision", func() error {
