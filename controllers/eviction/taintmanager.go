@@ -6,10 +6,11 @@
 // is a graceful eviction task on the binding, which keeps the member's copy
 // as the failover policy's purge mode says; the scheduler, the only writer
 // of spec.clusters, takes the member out and places the evicted replicas on
-// other members. Evictions go one binding at a time
-// through a pacing.Queue at the eviction rate, slowed or stopped during a
-// storm (Storm): bindings waiting then carry the EvictionThrottled
-// condition, and the unhealthy members an event.
+// other members. Evictions go one binding at a time through a pacing.Queue
+// at the eviction rate, slowed or stopped during a storm (Storm): bindings
+// waiting then carry the EvictionThrottled condition, and the unhealthy
+// members an event. The same controller purges the tasks (purge.go), so
+// that spec.gracefulEvictionTasks has one writer.
 package eviction
 
 import (
@@ -60,8 +61,8 @@ type TaintManager struct {
 	Recorder  events.EventRecorder
 	// Queue paces evictions; its Due, Act and Mark are set by SetupWithManager.
 	Queue *pacing.Queue
-	// GracePeriod is the gracePeriodSeconds written into eviction tasks
-	// (--graceful-eviction-timeout).
+	// GracePeriod is the gracePeriodSeconds written into eviction tasks,
+	// and the grace of a task without one (--graceful-eviction-timeout).
 	GracePeriod time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
@@ -92,16 +93,19 @@ func (t *TaintManager) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o
 		}
 		kind := kind
 		err := ctrl.NewControllerManagedBy(mgr).
-			Named("taint-manager-"+strings.ToLower(kind)).
-			For(binding.NewBinding(kind), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, applicationHealthChanged()))).
+			Named("eviction-"+strings.ToLower(kind)).
+			For(binding.NewBinding(kind), builder.WithPredicates(predicate.Or[client.Object](
+				predicate.GenerationChangedPredicate{}, applicationHealthChanged(), holdsTasks()))).
 			Watches(&clusterv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(t.bindingsOn(kind)),
 				builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(binding.WorkToBinding(kind)),
+				builder.WithPredicates(workGoing())).
 			WithOptions(options).
 			Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 				return t.Reconcile(ctx, kind, req)
 			}))
 		if err != nil {
-			return fmt.Errorf("taint manager for %s: %w", kind, err)
+			return fmt.Errorf("eviction controller for %s: %w", kind, err)
 		}
 	}
 	return nil
@@ -119,8 +123,11 @@ func placedOn(o client.Object) []string {
 	return out
 }
 
-// Reconcile queues a binding whose eviction from some member is due, and
-// comes back when the next toleration runs out.
+// Reconcile runs the phases of a binding's eviction tasks, whose only
+// writer this controller is: purge releases the tasks whose purge mode
+// allows; then a binding whose eviction from some member is due is queued
+// (the queue's Act, evict, adds the tasks at the eviction rate). It comes
+// back when the next toleration or grace period runs out.
 func (t *TaintManager) Reconcile(ctx context.Context, kind string, req ctrl.Request) (ctrl.Result, error) {
 	b := binding.NewBinding(kind)
 	if err := t.Client.Get(ctx, req.NamespacedName, b); err != nil {
@@ -129,16 +136,26 @@ func (t *TaintManager) Reconcile(ctx context.Context, kind string, req ctrl.Requ
 	if !b.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, nil
 	}
+	var next time.Time
+	later := func(at time.Time) {
+		if !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+
+	recheck, err := t.purge(ctx, kind, b)
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	later(recheck)
+
 	now := t.Now()
 	dues, err := t.duesOf(ctx, b)
 	if err != nil {
 		return ctrl.Result{}, err
-	}
-	var next time.Time
-	later := func(at time.Time) {
-		if next.IsZero() || at.Before(next) {
-			next = at
-		}
 	}
 	for _, d := range dues {
 		switch {
@@ -155,10 +172,14 @@ func (t *TaintManager) Reconcile(ctx context.Context, kind string, req ctrl.Requ
 		}
 	}
 	if !next.IsZero() {
-		return ctrl.Result{RequeueAfter: next.Sub(now) + 50*time.Millisecond}, nil
+		return ctrl.Result{RequeueAfter: max(next.Sub(now), 0) + 50*time.Millisecond}, nil
 	}
 	return ctrl.Result{}, nil
 }
+
+// conflictRequeue is the fixed retry after a write conflict: the binding's
+// spec is also written by the scheduler and the detector.
+const conflictRequeue = 200 * time.Millisecond
 
 // StatePreservationRetry is how often an application failover eviction
 // whose statePreservation cannot be read yet is tried again.

@@ -1,8 +1,8 @@
 // Package failover wires flotilla-manager's failover controllers and their
 // flags (docs/failover.md): member health (controllers/health),
 // ClusterTaintPolicies and their defaults (controllers/taintpolicy), storm
-// detection and the taint manager (controllers/eviction), graceful eviction
-// (controllers/gracefuleviction), failback (controllers/failback) and the
+// detection and the eviction controller — taint manager, application
+// failover and purging — (controllers/eviction), failback (controllers/failback) and the
 // pre-drain hook on a leaving member's Machines (controllers/drainhook).
 package failover
 
@@ -18,7 +18,6 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/drainhook"
 	"github.com/flotilla-io/flotilla/controllers/eviction"
 	"github.com/flotilla-io/flotilla/controllers/failback"
-	"github.com/flotilla-io/flotilla/controllers/gracefuleviction"
 	"github.com/flotilla-io/flotilla/controllers/health"
 	"github.com/flotilla-io/flotilla/controllers/pacing"
 	"github.com/flotilla-io/flotilla/controllers/taintpolicy"
@@ -90,10 +89,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	evictions := &pacing.Queue{Throttle: throttle.New(o.Pacing), Fleet: storm.Fleet, Now: o.Now}
 	if err := (&eviction.TaintManager{Queue: evictions, GracePeriod: o.GracefulEvictionTimeout, Now: o.Now}).SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
-		return fmt.Errorf("set up the taint manager: %w", err)
-	}
-	if err := (&gracefuleviction.Reconciler{GracePeriod: o.GracefulEvictionTimeout, Now: o.Now}).SetupWithManager(mgr, controller.Options{}); err != nil {
-		return fmt.Errorf("set up graceful eviction: %w", err)
+		return fmt.Errorf("set up the eviction controller: %w", err)
 	}
 	failbacks := &pacing.Queue{Throttle: throttle.New(throttle.Config{Rate: o.Pacing.Rate, UnhealthyThreshold: 1}), Now: o.Now}
 	if err := (&failback.Reconciler{Queue: failbacks, Now: o.Now}).SetupWithManager(ctx, mgr, controller.Options{}); err != nil {

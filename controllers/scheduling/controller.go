@@ -203,7 +203,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request, b wor
 	}
 	if eviction.PurgingDirectly(spec) {
 		// Purge mode Directly: the evicted copy goes before its replacement
-		// is placed; removing the task (controllers/gracefuleviction) brings
+		// is placed; removing the task (controllers/eviction, purge) brings
 		// the binding back here.
 		return reconcile.Result{}, nil
 	}

@@ -2,8 +2,8 @@
 // what is left behind: NoExecute taints against the placement's
 // clusterTolerations (tolerationSeconds counted from the taint's timeAdded),
 // the graceful eviction task an eviction writes, and when a task may go
-// (purge modes Directly, Gracefully, Never). controllers/eviction and
-// controllers/gracefuleviction act on its answers.
+// (purge modes Directly, Gracefully, Never). controllers/eviction acts on
+// its answers.
 package eviction
 
 import (
