@@ -61,6 +61,9 @@ type TaintManager struct {
 	Recorder  events.EventRecorder
 	// Queue paces evictions; its Due, Act and Mark are set by SetupWithManager.
 	Queue *pacing.Queue
+	// Failbacks paces failback rebalances (failback.go); its Due and Act
+	// are set by SetupWithManager.
+	Failbacks *pacing.Queue
 	// GracePeriod is the gracePeriodSeconds written into eviction tasks,
 	// and the grace of a task without one (--graceful-eviction-timeout).
 	GracePeriod time.Duration
@@ -87,17 +90,27 @@ func (t *TaintManager) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o
 	if err := mgr.Add(t.Queue); err != nil {
 		return err
 	}
+	t.Failbacks.Name = "failback"
+	t.Failbacks.Due, t.Failbacks.Act = t.failbackDue, t.failBack
+	if err := mgr.Add(t.Failbacks); err != nil {
+		return err
+	}
 	for _, kind := range []string{binding.KindResourceBinding, binding.KindClusterResourceBinding} {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, binding.NewBinding(kind), PlacedOnIndex, placedOn); err != nil {
 			return fmt.Errorf("index %s by member: %w", kind, err)
+		}
+		if err := mgr.GetFieldIndexer().IndexField(ctx, binding.NewBinding(kind), FailbackIndex, failbackMembers); err != nil {
+			return fmt.Errorf("index %s by failback member: %w", kind, err)
 		}
 		kind := kind
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named("eviction-"+strings.ToLower(kind)).
 			For(binding.NewBinding(kind), builder.WithPredicates(predicate.Or[client.Object](
-				predicate.GenerationChangedPredicate{}, applicationHealthChanged(), holdsTasks()))).
+				predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, applicationHealthChanged(), holdsTasks()))).
 			Watches(&clusterv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(t.bindingsOn(kind)),
 				builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			Watches(&clusterv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(t.bindingsFailingBackTo(kind)),
+				builder.WithPredicates(memberMayHaveRecovered())).
 			Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(binding.WorkToBinding(kind)),
 				builder.WithPredicates(workGoing())).
 			WithOptions(options).
@@ -123,11 +136,13 @@ func placedOn(o client.Object) []string {
 	return out
 }
 
-// Reconcile runs the phases of a binding's eviction tasks, whose only
-// writer this controller is: purge releases the tasks whose purge mode
-// allows; then a binding whose eviction from some member is due is queued
-// (the queue's Act, evict, adds the tasks at the eviction rate). It comes
-// back when the next toleration or grace period runs out.
+// Reconcile runs the phases of a binding's failover, whose fields
+// (spec.gracefulEvictionTasks, the failback annotations) this controller
+// alone writes: purge releases the tasks whose purge mode allows; evict
+// queues a binding whose eviction from some member is due (the queue's Act,
+// evict, adds the tasks at the eviction rate); fail back queues a binding
+// one of whose failback members recovered (failBack, at the same rate). It
+// comes back when the next toleration or grace period runs out.
 func (t *TaintManager) Reconcile(ctx context.Context, kind string, req ctrl.Request) (ctrl.Result, error) {
 	b := binding.NewBinding(kind)
 	if err := t.Client.Get(ctx, req.NamespacedName, b); err != nil {
@@ -170,6 +185,12 @@ func (t *TaintManager) Reconcile(ctx context.Context, kind string, req ctrl.Requ
 		default:
 			t.Queue.Add(pacing.Key{Kind: kind, Namespace: req.Namespace, Name: req.Name})
 		}
+	}
+
+	if back, gone, err := t.recovered(ctx, b); err != nil {
+		return ctrl.Result{}, err
+	} else if len(back)+len(gone) > 0 {
+		t.Failbacks.Add(pacing.Key{Kind: kind, Namespace: req.Namespace, Name: req.Name})
 	}
 	if !next.IsZero() {
 		return ctrl.Result{RequeueAfter: max(next.Sub(now), 0) + 50*time.Millisecond}, nil
@@ -351,24 +372,6 @@ func applicationHealthChanged() predicate.Funcs {
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
-}
-
-// addFailback records member in the binding's FailbackAnnotation.
-func addFailback(b client.Object, member string) {
-	a := b.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
-	}
-	var list []string
-	if v := a[workv1alpha1.FailbackAnnotation]; v != "" {
-		list = strings.Split(v, ",")
-	}
-	if !slices.Contains(list, member) {
-		list = append(list, member)
-	}
-	slices.Sort(list)
-	a[workv1alpha1.FailbackAnnotation] = strings.Join(list, ",")
-	b.SetAnnotations(a)
 }
 
 // markThrottled writes the EvictionThrottled condition of a waiting binding.

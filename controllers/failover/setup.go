@@ -2,7 +2,7 @@
 // flags (docs/failover.md): member health (controllers/health),
 // ClusterTaintPolicies and their defaults (controllers/taintpolicy), storm
 // detection and the eviction controller — taint manager, application
-// failover and purging — (controllers/eviction), failback (controllers/failback) and the
+// failover, purging and failback — (controllers/eviction) and the
 // pre-drain hook on a leaving member's Machines (controllers/drainhook).
 package failover
 
@@ -17,7 +17,6 @@ import (
 
 	"github.com/flotilla-io/flotilla/controllers/drainhook"
 	"github.com/flotilla-io/flotilla/controllers/eviction"
-	"github.com/flotilla-io/flotilla/controllers/failback"
 	"github.com/flotilla-io/flotilla/controllers/health"
 	"github.com/flotilla-io/flotilla/controllers/pacing"
 	"github.com/flotilla-io/flotilla/controllers/taintpolicy"
@@ -88,12 +87,10 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("set up storm detection: %w", err)
 	}
 	evictions := &pacing.Queue{Throttle: throttle.New(o.Pacing), Fleet: storm.Fleet, Now: o.Now}
-	if err := (&eviction.TaintManager{Queue: evictions, GracePeriod: o.GracefulEvictionTimeout, Now: o.Now}).SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
-		return fmt.Errorf("set up the eviction controller: %w", err)
-	}
 	failbacks := &pacing.Queue{Throttle: throttle.New(throttle.Config{Rate: o.Pacing.Rate, UnhealthyThreshold: 1}), Now: o.Now}
-	if err := (&failback.Reconciler{Queue: failbacks, Now: o.Now}).SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
-		return fmt.Errorf("set up failback: %w", err)
+	taintManager := &eviction.TaintManager{Queue: evictions, Failbacks: failbacks, GracePeriod: o.GracefulEvictionTimeout, Now: o.Now}
+	if err := taintManager.SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
+		return fmt.Errorf("set up the eviction controller: %w", err)
 	}
 	if err := (&drainhook.Reconciler{DrainTimeout: o.DrainTimeout, Now: o.Now}).SetupWithManager(mgr, controller.Options{}); err != nil {
 		return fmt.Errorf("set up the drain hook: %w", err)

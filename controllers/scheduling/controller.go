@@ -270,6 +270,12 @@ func (r *Reconciler) write(ctx context.Context, original client.Object, b workv1
 func (r *Reconciler) schedule(ctx context.Context, snap *scheduler.Snapshot, b workv1alpha1.Binding) reconcile.Result {
 	spec, status := b.BindingSpec(), b.BindingStatus()
 	in := scheduler.InputFromBinding(bindingKey(b), spec, status)
+	// Failback asks as a user does with spec.rescheduleTriggeredAt, which
+	// stays the user's; the decision is recorded no earlier than the ask,
+	// so that it is answered once (times are kept to the second).
+	failbackAt, failback := scheduler.FailbackTriggeredAt(b.GetAnnotations())
+	failback = failback && (status.LastScheduledTime == nil || failbackAt.After(status.LastScheduledTime.Time))
+	in.Rebalance = in.Rebalance || failback
 	res, err := r.Scheduler.Schedule(snap, in)
 	status.SchedulingDecision = res.Decision()
 
@@ -285,6 +291,9 @@ func (r *Reconciler) schedule(ctx context.Context, snap *scheduler.Snapshot, b w
 	}
 
 	now := metav1.Now()
+	if failback && failbackAt.After(now.Time) {
+		now = metav1.NewTime(failbackAt)
+	}
 	changed := !equality.Semantic.DeepEqual(spec.Clusters, res.Clusters) && !(len(spec.Clusters) == 0 && len(res.Clusters) == 0)
 	if changed || in.Rebalance || status.LastScheduledTime == nil {
 		spec.Clusters = res.Clusters

@@ -33,7 +33,7 @@ func (d *decidedInputs) record(key string, b workv1alpha1.Binding, epoch uint64)
 	if d.m == nil {
 		d.m = map[string]decidedInput{}
 	}
-	f, ok := fingerprint(b.BindingSpec())
+	f, ok := fingerprint(b)
 	if !ok {
 		delete(d.m, key)
 		return
@@ -50,7 +50,7 @@ func (d *decidedInputs) unchanged(key string, b workv1alpha1.Binding, epoch uint
 	if !ok || last.uid != b.GetUID() || last.epoch != epoch {
 		return false
 	}
-	f, ok := fingerprint(b.BindingSpec())
+	f, ok := fingerprint(b)
 	return ok && f == last.inputs
 }
 
@@ -62,11 +62,11 @@ func (d *decidedInputs) forget(key string) {
 
 // fingerprint hashes what a decision reads from a binding's spec and the
 // placement it holds.
-func fingerprint(spec *workv1alpha1.ResourceBindingSpec) (uint64, bool) {
+func fingerprint(b workv1alpha1.Binding) (uint64, bool) {
 	raw, err := json.Marshal(struct {
 		Inputs   placementInputs
 		Clusters []workv1alpha1.TargetCluster
-	}{inputsOf(spec), spec.Clusters})
+	}{inputsOf(b), b.BindingSpec().Clusters})
 	if err != nil {
 		return 0, false
 	}

@@ -54,8 +54,8 @@ func readiness(m *clusterv1alpha1.MemberCluster) string {
 }
 
 // placementInputs is what a decision reads from a binding's spec
-// (scheduler.InputFromBinding, the suspension and purge checks); the
-// placement itself is compared apart.
+// (scheduler.InputFromBinding, the suspension and purge checks) and
+// failback's trigger; the placement itself is compared apart.
 type placementInputs struct {
 	APIVersion, Kind, Namespace string
 	Replicas                    int32
@@ -64,11 +64,14 @@ type placementInputs struct {
 	Evictions                   []workv1alpha1.GracefulEvictionTask
 	RescheduleTriggeredAt       *metav1.Time
 	Suspension                  *workv1alpha1.Suspension
+	FailbackTriggeredAt         string
 }
 
-func inputsOf(spec *workv1alpha1.ResourceBindingSpec) placementInputs {
+func inputsOf(b workv1alpha1.Binding) placementInputs {
+	spec := b.BindingSpec()
 	return placementInputs{
-		APIVersion: spec.Resource.APIVersion, Kind: spec.Resource.Kind, Namespace: spec.Resource.Namespace,
+		FailbackTriggeredAt: b.GetAnnotations()[workv1alpha1.FailbackTriggeredAtAnnotation],
+		APIVersion:          spec.Resource.APIVersion, Kind: spec.Resource.Kind, Namespace: spec.Resource.Namespace,
 		Replicas: spec.Replicas, Requirements: spec.ReplicaRequirements, Placement: spec.Placement,
 		Evictions: spec.GracefulEvictionTasks, RescheduleTriggeredAt: spec.RescheduleTriggeredAt, Suspension: spec.Suspension,
 	}
@@ -89,11 +92,11 @@ func (r *Reconciler) placementInputsChanged() predicate.Predicate {
 			if !ok1 || !ok2 {
 				return true
 			}
+			if !equality.Semantic.DeepEqual(inputsOf(oldB), inputsOf(newB)) {
+				return true
+			}
 			if e.ObjectOld.GetGeneration() == e.ObjectNew.GetGeneration() {
 				return false
-			}
-			if !equality.Semantic.DeepEqual(inputsOf(oldB.BindingSpec()), inputsOf(newB.BindingSpec())) {
-				return true
 			}
 			if r.written.wrote(bindingKey(newB), e.ObjectNew.GetUID(), e.ObjectNew.GetGeneration()) {
 				return false

@@ -52,6 +52,16 @@ func TestPlacementInputsChangedPassesOnlyWhatCanChangeAPlacement(t *testing.T) {
 			b.Spec.GracefulEvictionTasks = []workv1alpha1.GracefulEvictionTask{{FromCluster: "a"}}
 		}), true},
 		{"reschedule asked", next(func(b *workv1alpha1.ResourceBinding) { now := metav1.Now(); b.Spec.RescheduleTriggeredAt = &now }), true},
+		{"failback asked (an annotation: no new generation)", func() *workv1alpha1.ResourceBinding {
+			b := base.DeepCopy()
+			b.Annotations = map[string]string{workv1alpha1.FailbackTriggeredAtAnnotation: "2026-12-03T10:00:01Z"}
+			return b
+		}(), true},
+		{"another annotation", func() *workv1alpha1.ResourceBinding {
+			b := base.DeepCopy()
+			b.Annotations = map[string]string{workv1alpha1.FailbackAnnotation: "a"}
+			return b
+		}(), false},
 		{"placement moved by another writer", next(func(b *workv1alpha1.ResourceBinding) {
 			b.Spec.Clusters = []workv1alpha1.TargetCluster{{Name: "b", Replicas: 3}}
 		}), true},

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"slices"
+	"time"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -52,6 +53,17 @@ func Staying(spec *workv1alpha1.ResourceBindingSpec) []workv1alpha1.TargetCluste
 		}
 	}
 	return out
+}
+
+// FailbackTriggeredAt is when failback asked for a placement from scratch
+// (work.FailbackTriggeredAtAnnotation), if it did and the time parses.
+func FailbackTriggeredAt(annotations map[string]string) (time.Time, bool) {
+	v, ok := annotations[workv1alpha1.FailbackTriggeredAtAnnotation]
+	if !ok {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339, v)
+	return at, err == nil
 }
 
 // InputFromBinding reads a ResourceBinding or ClusterResourceBinding.

@@ -48,3 +48,15 @@ func TestInputFromBinding(t *testing.T) {
 		})
 	}
 }
+
+func TestFailbackTriggeredAt(t *testing.T) {
+	at, ok := scheduler.FailbackTriggeredAt(map[string]string{workv1alpha1.FailbackTriggeredAtAnnotation: "2026-12-03T10:00:01Z"})
+	if !ok || !at.Equal(time.Date(2026, 12, 3, 10, 0, 1, 0, time.UTC)) {
+		t.Errorf("FailbackTriggeredAt = %v, %v", at, ok)
+	}
+	for _, a := range []map[string]string{nil, {workv1alpha1.FailbackTriggeredAtAnnotation: "soon"}} {
+		if _, ok := scheduler.FailbackTriggeredAt(a); ok {
+			t.Errorf("FailbackTriggeredAt(%v) asks for a rebalance", a)
+		}
+	}
+}

@@ -43,4 +43,9 @@ const (
 	// such a member recovers, the binding is rebalanced and the member's name
 	// removed from the list.
 	FailbackAnnotation = "failover.flotilla.io/failback-from"
+	// FailbackTriggeredAtAnnotation on a binding is when (RFC 3339) a member
+	// of its FailbackAnnotation recovered: the scheduler places the binding
+	// from scratch when it is later than status.lastScheduledTime, as for
+	// spec.rescheduleTriggeredAt, which stays the user's.
+	FailbackTriggeredAtAnnotation = "failover.flotilla.io/failback-triggered-at"
 )

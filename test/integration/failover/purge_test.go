@@ -217,9 +217,21 @@ func TestFailbackReturnsReplicasWhenTheMemberRecovers(t *testing.T) {
 	setCAPI(t, "fb-b", capiv1.ClusterRemoteConnectionProbeCondition, metav1.ConditionTrue)
 	b = waitPlacement(t, "fb", "web", "fb-a:4 fb-b:2", 10*time.Second)
 	t.Logf("MEASURE failback: probe True → back to fb-a:4 fb-b:2 in %s", time.Since(recovered).Round(time.Millisecond))
-	if b.Spec.RescheduleTriggeredAt == nil || b.Annotations[workv1alpha1.FailbackAnnotation] != "" {
-		t.Errorf("rescheduleTriggeredAt %v, failback annotation %q; want set, gone", b.Spec.RescheduleTriggeredAt, b.Annotations[workv1alpha1.FailbackAnnotation])
+	// The rebalance was asked by failback's own annotation; the user's
+	// spec.rescheduleTriggeredAt is left alone. The decision answering it
+	// is recorded no earlier than the ask, so that it is answered once.
+	at, err := time.Parse(time.RFC3339, b.Annotations[workv1alpha1.FailbackTriggeredAtAnnotation])
+	if err != nil || b.Spec.RescheduleTriggeredAt != nil || b.Annotations[workv1alpha1.FailbackAnnotation] != "" {
+		t.Errorf("failback triggered at %q (%v), rescheduleTriggeredAt %v, failback annotation %q; want a time, nil, gone",
+			b.Annotations[workv1alpha1.FailbackTriggeredAtAnnotation], err, b.Spec.RescheduleTriggeredAt, b.Annotations[workv1alpha1.FailbackAnnotation])
 	}
+	eventually(t, 5*time.Second, "the rebalance recorded no earlier than its ask", func() error {
+		last := getBinding(t, "fb", "web").Status.LastScheduledTime
+		if last == nil || last.Time.Before(at) {
+			return fmt.Errorf("lastScheduledTime %v, failback triggered at %v", last, at)
+		}
+		return nil
+	})
 }
 
 // newMachine writes a worker Machine of a member's Cluster with NodeHealthy status.
