@@ -142,15 +142,20 @@ func (r *Reconciler) reconcileMemberCluster(ctx context.Context, s *scope) (bool
 		s.requeue(r.SyncPeriod)
 		return false, nil
 	}
+	// Opted in again while draining: the member stays.
+	terminating := conditions.Has(m, clusterv1alpha1.ConditionTerminating)
+	if terminating {
+		if err := r.writeTerminatingTaint(ctx, m, false); err != nil {
+			return false, err
+		}
+	}
 	helper, err := patch.NewHelper(m, r.Client)
 	if err != nil {
 		return false, err
 	}
 	applyPlacement(m, c)
-	// Opted in again while draining: the member stays.
-	if conditions.Has(m, clusterv1alpha1.ConditionTerminating) {
+	if terminating {
 		conditions.Delete(m, clusterv1alpha1.ConditionTerminating)
-		removeTaint(m, clusterv1alpha1.TaintTerminating, corev1.TaintEffectNoExecute)
 	}
 	s.member, s.memberPatch = m, helper
 	setLabel(c, clusterv1alpha1.MemberLabel, s.memberName)

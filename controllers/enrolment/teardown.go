@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -44,6 +45,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if m == nil {
 		return ctrl.Result{}, r.releaseCluster(ctx, s)
 	}
+	if err := r.writeTerminatingTaint(ctx, m, true); err != nil {
+		return ctrl.Result{}, err
+	}
 	helper, err := patch.NewHelper(m, r.Client)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -60,7 +64,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if !conditions.IsTrue(m, clusterv1alpha1.ConditionTerminating) {
 		r.Recorder.Eventf(c, m, corev1.EventTypeNormal, reason, "Drain", "Draining member %s before removing it: its bindings are placed on other members%s", m.Name, kept)
 	}
-	addTaint(m, corev1.Taint{Key: clusterv1alpha1.TaintTerminating, Effect: corev1.TaintEffectNoExecute})
 	started := time.Now()
 	if t := conditions.Get(m, clusterv1alpha1.ConditionTerminating); t != nil && t.Status == metav1.ConditionTrue {
 		started = t.LastTransitionTime.Time
@@ -176,6 +179,36 @@ func (r *Reconciler) countWorks(ctx context.Context, namespace string) (int, err
 		return 0, fmt.Errorf("list Works in %s: %w", namespace, err)
 	}
 	return len(works.Items), nil
+}
+
+// writeTerminatingTaint adds (on) or removes the member's terminating
+// NoExecute taint in a write of its own, with an optimistic lock: spec.taints
+// is shared with the taint policies and with users, and a merge patch writes
+// the whole list, so a write made from a stale read would drop a taint set
+// meanwhile. On a conflict it reads the member again from the API server
+// and tries again, a few times; m is left as written.
+func (r *Reconciler) writeTerminatingTaint(ctx context.Context, m *clusterv1alpha1.MemberCluster, on bool) error {
+	for attempt := 0; ; attempt++ {
+		before := m.DeepCopy()
+		if on {
+			addTaint(m, corev1.Taint{Key: clusterv1alpha1.TaintTerminating, Effect: corev1.TaintEffectNoExecute})
+		} else {
+			removeTaint(m, clusterv1alpha1.TaintTerminating, corev1.TaintEffectNoExecute)
+		}
+		if len(before.Spec.Taints) == len(m.Spec.Taints) {
+			return nil
+		}
+		err := r.Client.Patch(ctx, m, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsConflict(err) || attempt == 4 {
+			return fmt.Errorf("write the terminating taint of member %s: %w", m.Name, err)
+		}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return fmt.Errorf("read member %s again: %w", m.Name, err)
+		}
+	}
 }
 
 // removeTaint removes the taints of key and effect.
