@@ -896,11 +896,18 @@ func (r *Reconciler) dependentsOf(kind, depKind string) handler.MapFunc {
 }
 
 func (r *Reconciler) listBindings(ctx context.Context, kind string, opts ...client.ListOption) []reconcile.Request {
+	return Requests(ctx, r.Client, kind, opts...)
+}
+
+// Requests lists the bindings of kind that opts select, as reconcile
+// requests: what a watch of another object maps to. A list error is logged
+// and maps to nothing.
+func Requests(ctx context.Context, c client.Reader, kind string, opts ...client.ListOption) []reconcile.Request {
 	var list client.ObjectList = &workv1alpha1.ResourceBindingList{}
 	if kind == KindClusterResourceBinding {
 		list = &workv1alpha1.ClusterResourceBindingList{}
 	}
-	if err := r.Client.List(ctx, list, opts...); err != nil {
+	if err := c.List(ctx, list, opts...); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "List bindings", "kind", kind)
 		return nil
 	}

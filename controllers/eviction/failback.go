@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -153,26 +152,7 @@ func (t *TaintManager) failBack(ctx context.Context, k pacing.Key) error {
 // bindingsFailingBackTo maps a member to the bindings that list it.
 func (t *TaintManager) bindingsFailingBackTo(kind string) handler.MapFunc {
 	return func(ctx context.Context, m client.Object) []reconcile.Request {
-		var list client.ObjectList = &workv1alpha1.ResourceBindingList{}
-		if kind == binding.KindClusterResourceBinding {
-			list = &workv1alpha1.ClusterResourceBindingList{}
-		}
-		if err := t.Client.List(ctx, list, client.MatchingFields{FailbackIndex: m.GetName()}); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "List bindings failing back to a member", "member", m.GetName())
-			return nil
-		}
-		var out []reconcile.Request
-		switch l := list.(type) {
-		case *workv1alpha1.ResourceBindingList:
-			for i := range l.Items {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])})
-			}
-		case *workv1alpha1.ClusterResourceBindingList:
-			for i := range l.Items {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])})
-			}
-		}
-		return out
+		return binding.Requests(ctx, t.Client, kind, client.MatchingFields{FailbackIndex: m.GetName()})
 	}
 }
 

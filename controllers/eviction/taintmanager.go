@@ -399,25 +399,6 @@ func (t *TaintManager) markThrottled(ctx context.Context, k pacing.Key, throttle
 // bindingsOn maps a member to the bindings placed on it.
 func (t *TaintManager) bindingsOn(kind string) handler.MapFunc {
 	return func(ctx context.Context, m client.Object) []reconcile.Request {
-		var list client.ObjectList = &workv1alpha1.ResourceBindingList{}
-		if kind == binding.KindClusterResourceBinding {
-			list = &workv1alpha1.ClusterResourceBindingList{}
-		}
-		if err := t.Client.List(ctx, list, client.MatchingFields{PlacedOnIndex: m.GetName()}); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "List bindings placed on a member", "member", m.GetName())
-			return nil
-		}
-		var out []reconcile.Request
-		switch l := list.(type) {
-		case *workv1alpha1.ResourceBindingList:
-			for i := range l.Items {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])})
-			}
-		case *workv1alpha1.ClusterResourceBindingList:
-			for i := range l.Items {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])})
-			}
-		}
-		return out
+		return binding.Requests(ctx, t.Client, kind, client.MatchingFields{PlacedOnIndex: m.GetName()})
 	}
 }
