@@ -84,9 +84,9 @@ var benchPlacements = []struct {
 // BenchmarkControllerPathDecision is what the scheduling controller does
 // for one binding, but the API write: read the binding from the cache, get
 // the fleet's snapshot (reused until a member event), decide and record the
-// decision on the binding. "rebuilt" changes one member before
-// each decision, so the snapshot is compiled anew every time: the cost of a
-// decision right after a member's status changed.
+// decision on the binding and what it read (decidedInputs). "rebuilt"
+// changes one member before each decision, so the snapshot is compiled anew
+// every time: the cost of a decision right after a member's status changed.
 func BenchmarkControllerPathDecision(b *testing.B) {
 	for _, p := range benchPlacements {
 		for _, n := range []int{100, 1000, 10000} {
@@ -118,6 +118,7 @@ func BenchmarkControllerPathDecision(b *testing.B) {
 							b.Fatal(err)
 						}
 						r.schedule(ctx, snap, binding)
+						r.decided.record("bench/web-deployment", binding, 0)
 						if len(binding.Spec.Clusters) == 0 {
 							b.Fatalf("not placed: %v", meta.FindStatusCondition(binding.Status.Conditions, workv1alpha1.ConditionScheduled))
 						}

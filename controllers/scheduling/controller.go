@@ -46,9 +46,10 @@ type Reconciler struct {
 	snapshots *snapshots
 	written   writtenGenerations
 	decided   decidedInputs
-	// placementEpoch counts the member changes that queue bindings to be
-	// decided again (enqueueAll): a decision made at an older epoch may
-	// not hold, one made at the current epoch on the same inputs does.
+	// placementEpoch counts the member changes that queue every binding to
+	// be decided again (enqueueAll, not capacity reports): a decision made
+	// at an older epoch may not hold, one made at the current epoch on the
+	// same inputs does.
 	placementEpoch atomic.Uint64
 
 	// restore guards the one rebuild of the assumed ledger from the
@@ -124,7 +125,11 @@ func (r *Reconciler) enqueueAll(list client.ObjectList, onlyUnscheduled bool) ha
 		// Told first here, every binding this change queues is decided on
 		// a snapshot listed after it.
 		r.snapshots.memberChanged()
-		r.placementEpoch.Add(1)
+		if !onlyUnscheduled {
+			// Capacity alone does not move placed bindings: it leaves
+			// their decisions standing.
+			r.placementEpoch.Add(1)
+		}
 		l := list.DeepCopyObject().(client.ObjectList)
 		if err := r.Client.List(ctx, l); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "list bindings to reschedule after a member change")
