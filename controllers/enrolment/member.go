@@ -142,21 +142,17 @@ func (r *Reconciler) reconcileMemberCluster(ctx context.Context, s *scope) (bool
 		s.requeue(r.SyncPeriod)
 		return false, nil
 	}
-	// Opted in again while draining: the member stays.
-	terminating := conditions.Has(m, clusterv1alpha1.ConditionTerminating)
-	if terminating {
-		if err := r.writeTerminatingTaint(ctx, m, false); err != nil {
-			return false, err
-		}
+	// Opted in again while draining: the member stays. The taint is written
+	// apart from the Terminating condition, so either may be there alone.
+	if err := r.writeTerminatingTaint(ctx, m, false); err != nil {
+		return false, err
 	}
 	helper, err := patch.NewHelper(m, r.Client)
 	if err != nil {
 		return false, err
 	}
 	applyPlacement(m, c)
-	if terminating {
-		conditions.Delete(m, clusterv1alpha1.ConditionTerminating)
-	}
+	conditions.Delete(m, clusterv1alpha1.ConditionTerminating)
 	s.member, s.memberPatch = m, helper
 	setLabel(c, clusterv1alpha1.MemberLabel, s.memberName)
 	return true, nil

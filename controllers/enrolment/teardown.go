@@ -7,9 +7,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -186,9 +187,16 @@ func (r *Reconciler) countWorks(ctx context.Context, namespace string) (int, err
 // is shared with the taint policies and with users, and a merge patch writes
 // the whole list, so a write made from a stale read would drop a taint set
 // meanwhile. On a conflict it reads the member again from the API server
-// and tries again, a few times; m is left as written.
+// and tries again (taintWriteRetry); m is left as written.
 func (r *Reconciler) writeTerminatingTaint(ctx context.Context, m *clusterv1alpha1.MemberCluster, on bool) error {
-	for attempt := 0; ; attempt++ {
+	first := true
+	err := retry.RetryOnConflict(taintWriteRetry, func() error {
+		if !first {
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+				return err
+			}
+		}
+		first = false
 		before := m.DeepCopy()
 		if on {
 			addTaint(m, corev1.Taint{Key: clusterv1alpha1.TaintTerminating, Effect: corev1.TaintEffectNoExecute})
@@ -198,18 +206,18 @@ func (r *Reconciler) writeTerminatingTaint(ctx context.Context, m *clusterv1alph
 		if len(before.Spec.Taints) == len(m.Spec.Taints) {
 			return nil
 		}
-		err := r.Client.Patch(ctx, m, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		if err == nil {
-			return nil
-		}
-		if !apierrors.IsConflict(err) || attempt == 4 {
-			return fmt.Errorf("write the terminating taint of member %s: %w", m.Name, err)
-		}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
-			return fmt.Errorf("read member %s again: %w", m.Name, err)
-		}
+		return r.Client.Patch(ctx, m, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	})
+	if err != nil {
+		return fmt.Errorf("write the terminating taint of member %s: %w", m.Name, err)
 	}
+	return nil
 }
+
+// taintWriteRetry bounds the retries of a taint write that lost a race to
+// another writer of the member (about 2 s in all): a busy member is written
+// by health, the taint policies and operators too.
+var taintWriteRetry = wait.Backoff{Steps: 12, Duration: 10 * time.Millisecond, Factor: 1.5, Jitter: 0.5, Cap: 500 * time.Millisecond}
 
 // removeTaint removes the taints of key and effect.
 func removeTaint(m *clusterv1alpha1.MemberCluster, key string, effect corev1.TaintEffect) {

@@ -72,7 +72,7 @@ func TestOptingOutAndInLosesNoTaintAnOperatorSet(t *testing.T) {
 				return
 			}
 			added = append(added, key)
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond)
 		}
 	}()
 
