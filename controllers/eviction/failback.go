@@ -22,6 +22,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/pacing"
 	"github.com/flotilla-io/flotilla/internal/capacity"
+	"github.com/flotilla-io/flotilla/internal/eviction"
 )
 
 // Failback returns workloads to a member that recovered. An eviction under
@@ -91,8 +92,7 @@ func (t *TaintManager) recovered(ctx context.Context, b workv1alpha1.Binding) (b
 			}
 			return nil, nil, fmt.Errorf("read member %s: %w", name, err)
 		}
-		held := slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.FromCluster == name })
-		if !held && Welcoming(m, tolerations) {
+		if !eviction.Evicting(spec, name) && Welcoming(m, tolerations) {
 			back = append(back, name)
 		}
 	}

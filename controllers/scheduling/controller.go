@@ -217,7 +217,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request, b wor
 		// template's resourceVersion, rendering fields): it is observed,
 		// not decided again, so that purging, which waits for the
 		// scheduler to have seen the binding's generation, is not held.
-		observe(b)
+		observeGeneration(b.BindingStatus(), b.GetGeneration())
 		return reconcile.Result{}, nil
 	}
 
@@ -256,12 +256,7 @@ func (r *Reconciler) write(ctx context.Context, original client.Object, b workv1
 		// own write made (the write changed nothing else: it was made on
 		// the resourceVersion decided on), which is not decided again.
 		original = obj.DeepCopyObject().(client.Object)
-		decided.SchedulerObservedGeneration = obj.GetGeneration()
-		for i := range decided.Conditions {
-			if decided.Conditions[i].Type == workv1alpha1.ConditionScheduled {
-				decided.Conditions[i].ObservedGeneration = obj.GetGeneration()
-			}
-		}
+		observeGeneration(decided, obj.GetGeneration())
 		*b.BindingStatus() = *decided
 	}
 	helper, err := patch.NewHelper(original, r.Client)

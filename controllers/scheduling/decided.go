@@ -75,14 +75,13 @@ func fingerprint(b workv1alpha1.Binding) (uint64, bool) {
 	return h.Sum64(), true
 }
 
-// observe records that the decision in force covers the binding's
-// generation.
-func observe(b workv1alpha1.Binding) {
-	status := b.BindingStatus()
-	status.SchedulerObservedGeneration = b.GetGeneration()
+// observeGeneration records that the decision in force covers generation:
+// status.schedulerObservedGeneration and the Scheduled condition's.
+func observeGeneration(status *workv1alpha1.ResourceBindingStatus, generation int64) {
+	status.SchedulerObservedGeneration = generation
 	for i := range status.Conditions {
 		if status.Conditions[i].Type == workv1alpha1.ConditionScheduled {
-			status.Conditions[i].ObservedGeneration = b.GetGeneration()
+			status.Conditions[i].ObservedGeneration = generation
 		}
 	}
 }

@@ -57,7 +57,7 @@ func ApplicationDuesOf(spec *workv1alpha1.ResourceBindingSpec, status *workv1alp
 		}
 		// Evicted from it already and placed back there, because no other
 		// member could take it: evicting again would only churn.
-		if slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.FromCluster == item.ClusterName }) {
+		if Evicting(spec, item.ClusterName) {
 			continue
 		}
 		since := item.HealthTransitionTime.Time
