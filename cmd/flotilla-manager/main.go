@@ -33,6 +33,7 @@ import (
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/enrolment"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/failover"
@@ -40,7 +41,6 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/memberwatch"
 	"github.com/flotilla-io/flotilla/controllers/propagation"
 	quotacontroller "github.com/flotilla-io/flotilla/controllers/quota"
-	"github.com/flotilla-io/flotilla/controllers/scheduling"
 	"github.com/flotilla-io/flotilla/internal/quota/tracker"
 	"github.com/flotilla-io/flotilla/internal/removal"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
@@ -278,7 +278,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	}
 	quotas := tracker.New(tracker.Options{})
 	sched := scheduler.New(scheduler.WithLedger(assumed.New(opts.assumedCapacityGrace).WithMaxHold(opts.assumedCapacityMaxHold, nil)), scheduler.WithQuotaChecker(quotas))
-	if err := (&scheduling.Reconciler{
+	if err := (&binding.Placer{
 		Client: mgr.GetClient(), Scheduler: sched,
 		Recorder:      mgr.GetEventRecorder("flotilla-scheduler"),
 		RetryInterval: opts.schedulerRetryInterval,

@@ -38,7 +38,7 @@ type RenderedQuota interface {
 // The propagated dependencies (ConfigMaps, Secrets… of propagateDeps) are
 // not counted: they are objects of the namespace that several templates
 // may share.
-func (r *Reconciler) chargeQuota(ctx context.Context, s *rendering, rendered map[string][]workv1alpha1.Manifest) (map[string]bool, error) {
+func (r *Renderer) chargeQuota(ctx context.Context, s *rendering, rendered map[string][]workv1alpha1.Manifest) (map[string]bool, error) {
 	if r.Quota == nil || s.key.Kind != KindResourceBinding {
 		return nil, nil
 	}
@@ -95,7 +95,7 @@ func (r *Reconciler) chargeQuota(ctx context.Context, s *rendering, rendered map
 // raisedBy names what makes a member's rendering larger than the template:
 // the override rules applied for it and the envelope, as
 // "; raised by OverridePolicy ns/p rule 0, carried by envelope ConfigMap ns/c".
-func (r *Reconciler) raisedBy(ctx context.Context, s *rendering, member string) string {
+func (r *Renderer) raisedBy(ctx context.Context, s *rendering, member string) string {
 	var parts []string
 	mc := &clusterv1alpha1.MemberCluster{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: member}, mc); err == nil {

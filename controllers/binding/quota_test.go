@@ -72,7 +72,7 @@ spec:
 	bigger.Spec.OverrideRules[0].TargetCluster = &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"m1"}}
 	mapper := hubMapper().(*meta.DefaultRESTMapper)
 	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
-	r := &Reconciler{Client: hub, RESTMapper: mapper, Quota: quotas}
+	r := &Renderer{Client: hub, RESTMapper: mapper, Quota: quotas}
 	s := &rendering{
 		key:     bindingKey{Kind: KindResourceBinding, ObjectKey: client.ObjectKeyFromObject(b)},
 		binding: b, template: template, policies: []policyv1alpha1.OverridePolicy{bigger},

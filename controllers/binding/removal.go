@@ -29,7 +29,7 @@ const RemovalsPacedReason = "MassRemoval"
 // the member's removal pace (Removals) is used up: then the Work stays, the
 // member says why, and the caller asks again after the returned wait.
 // trigger says what asked for the removal.
-func (r *Reconciler) removeWork(ctx context.Context, w *workv1alpha1.Work, trigger string) (time.Duration, error) {
+func (r *Renderer) removeWork(ctx context.Context, w *workv1alpha1.Work, trigger string) (time.Duration, error) {
 	if !w.DeletionTimestamp.IsZero() {
 		return 0, nil
 	}
@@ -49,7 +49,7 @@ func (r *Reconciler) removeWork(ctx context.Context, w *workv1alpha1.Work, trigg
 	}
 	if evicting(member) {
 		// A NoExecute taint moves workloads off the member at the eviction
-		// rate (controllers/eviction): pacing them again would only slow a
+		// rate (the evict phase, evict.go): pacing them again would only slow a
 		// drain down.
 		return 0, r.deleteWork(ctx, w)
 	}
@@ -80,7 +80,7 @@ func (r *Reconciler) removeWork(ctx context.Context, w *workv1alpha1.Work, trigg
 }
 
 // keepWork drops a Work wanted again from its member's removal queue.
-func (r *Reconciler) keepWork(ctx context.Context, memberName string, w *workv1alpha1.Work) {
+func (r *Renderer) keepWork(ctx context.Context, memberName string, w *workv1alpha1.Work) {
 	if r.Removals == nil || !r.Removals.Forget(memberName, w.Namespace+"/"+w.Name) {
 		return
 	}
@@ -100,7 +100,7 @@ func evicting(m *clusterv1alpha1.MemberCluster) bool {
 }
 
 // liveWorks counts the member's Works that are not being deleted.
-func (r *Reconciler) liveWorks(ctx context.Context, member string) (int, error) {
+func (r *Renderer) liveWorks(ctx context.Context, member string) (int, error) {
 	works := &workv1alpha1.WorkList{}
 	if err := r.Client.List(ctx, works, client.InNamespace(clusterv1alpha1.ExecutionNamespace(member))); err != nil {
 		return 0, fmt.Errorf("list the Works of member %s: %w", member, err)
@@ -116,7 +116,7 @@ func (r *Reconciler) liveWorks(ctx context.Context, member string) (int, error) 
 
 // reportPacing says, on the member, that its removals now wait and what
 // asked for them. Best effort: pacing goes on whether or not it is told.
-func (r *Reconciler) reportPacing(ctx context.Context, member *clusterv1alpha1.MemberCluster, limit int, trigger string) {
+func (r *Renderer) reportPacing(ctx context.Context, member *clusterv1alpha1.MemberCluster, limit int, trigger string) {
 	msg := fmt.Sprintf("removing Flotilla-managed objects from member %s is paced: at most %d Works per %s (%.0f%% of its Works, at least %d); the first to wait was asked for by %s",
 		member.Name, limit, r.Removals.Window, 100*r.Removals.Share, r.Removals.Burst, trigger)
 	r.Recorder.Eventf(member, nil, corev1.EventTypeWarning, RemovalsPacedReason, "Remove", "%s", msg)
@@ -125,12 +125,12 @@ func (r *Reconciler) reportPacing(ctx context.Context, member *clusterv1alpha1.M
 }
 
 // reportPaced clears the member's RemovalsPaced condition once nothing waits.
-func (r *Reconciler) reportPaced(ctx context.Context, member *clusterv1alpha1.MemberCluster) {
+func (r *Renderer) reportPaced(ctx context.Context, member *clusterv1alpha1.MemberCluster) {
 	r.setPacedCondition(ctx, member, metav1.Condition{Type: clusterv1alpha1.ConditionRemovalsPaced, Status: metav1.ConditionFalse,
 		Reason: clusterv1alpha1.RemovalsNotPacedReason, Message: "no removal of Works waits"})
 }
 
-func (r *Reconciler) setPacedCondition(ctx context.Context, member *clusterv1alpha1.MemberCluster, c metav1.Condition) {
+func (r *Renderer) setPacedCondition(ctx context.Context, member *clusterv1alpha1.MemberCluster, c metav1.Condition) {
 	helper, err := patch.NewHelper(member, r.Client)
 	if err == nil {
 		conditions.Set(member, c)

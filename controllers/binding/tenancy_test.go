@@ -117,7 +117,7 @@ data:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			member := &clusterv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "m1"}}
-			r := &Reconciler{
+			r := &Renderer{
 				Client:     fake.NewClientBuilder().WithScheme(hubscheme.New()).WithObjects(member).Build(),
 				RESTMapper: hubMapper(),
 			}
@@ -200,7 +200,7 @@ metadata: {name: settings, namespace: shop}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &Reconciler{Client: hub, APIReader: hub, RESTMapper: hubMapper()}
+			r := &Renderer{Client: hub, APIReader: hub, RESTMapper: hubMapper()}
 			rb := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "b"}, Spec: workv1alpha1.ResourceBindingSpec{Resource: tt.ref}}
 			s := &rendering{key: bindingKey{Kind: KindResourceBinding, ObjectKey: client.ObjectKeyFromObject(rb)}, binding: rb}
 			proceed, err := r.readTemplate(context.Background(), s)

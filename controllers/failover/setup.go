@@ -1,9 +1,10 @@
 // Package failover wires flotilla-manager's failover controllers and their
 // flags (docs/failover.md): member health (controllers/health),
 // ClusterTaintPolicies and their defaults (controllers/taintpolicy), storm
-// detection and the eviction controller — taint manager, application
-// failover, purging and failback — (controllers/eviction) and the
-// pre-drain hook on a leaving member's Machines (controllers/drainhook).
+// detection (controllers/pacing), the eviction controller — the evict, purge
+// and fail-back phases of a binding's life: taint manager, application
+// failover, purging and failback (controllers/binding) — and the pre-drain
+// hook on a leaving member's Machines (controllers/drainhook).
 package failover
 
 import (
@@ -15,8 +16,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/drainhook"
-	"github.com/flotilla-io/flotilla/controllers/eviction"
 	"github.com/flotilla-io/flotilla/controllers/health"
 	"github.com/flotilla-io/flotilla/controllers/pacing"
 	"github.com/flotilla-io/flotilla/controllers/taintpolicy"
@@ -82,13 +83,13 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			return fmt.Errorf("set up the default ClusterTaintPolicies: %w", err)
 		}
 	}
-	storm := &eviction.Storm{Config: o.Pacing, Settle: o.GracePeriod, Now: o.Now}
+	storm := &pacing.Storm{Config: o.Pacing, Settle: o.GracePeriod, Now: o.Now}
 	if err := storm.SetupWithManager(mgr, controller.Options{}); err != nil {
 		return fmt.Errorf("set up storm detection: %w", err)
 	}
 	evictions := &pacing.Queue{Throttle: throttle.New(o.Pacing), Fleet: storm.Fleet, Now: o.Now}
 	failbacks := &pacing.Queue{Throttle: throttle.New(throttle.Config{Rate: o.Pacing.Rate, UnhealthyThreshold: 1}), Now: o.Now}
-	taintManager := &eviction.TaintManager{Queue: evictions, Failbacks: failbacks, GracePeriod: o.GracefulEvictionTimeout, Now: o.Now}
+	taintManager := &binding.Evictor{Queue: evictions, Failbacks: failbacks, GracePeriod: o.GracefulEvictionTimeout, Now: o.Now}
 	if err := taintManager.SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
 		return fmt.Errorf("set up the eviction controller: %w", err)
 	}

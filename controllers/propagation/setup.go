@@ -32,7 +32,6 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/memberclient"
 	"github.com/flotilla-io/flotilla/controllers/memberwatch"
 	quotacontroller "github.com/flotilla-io/flotilla/controllers/quota"
-	"github.com/flotilla-io/flotilla/controllers/status"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/interpreter/luavm"
 	"github.com/flotilla-io/flotilla/internal/quota/tracker"
@@ -124,7 +123,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if err := d.SetupWithManager(ctx, mgr, controller.TypedOptions[detector.TemplateKey]{MaxConcurrentReconciles: opts.Concurrency}); err != nil {
 		return fmt.Errorf("detector: %w", err)
 	}
-	br := &binding.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-binding"), Removals: opts.Removals,
+	br := &binding.Renderer{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-binding"), Removals: opts.Removals,
 		Interpreter: interp, KindChanged: map[string]<-chan event.TypedGenericEvent[schema.GroupVersionKind]{}}
 	for kind, ch := range bindingsChanged {
 		br.KindChanged[kind] = ch
@@ -147,7 +146,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}).SetupWithManager(mgr, options); err != nil {
 		return fmt.Errorf("execution controller: %w", err)
 	}
-	if err := (&status.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-status"), Interpreter: interp}).
+	if err := (&binding.Aggregator{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-status"), Interpreter: interp}).
 		SetupWithManager(mgr, options); err != nil {
 		return fmt.Errorf("status controller: %w", err)
 	}

@@ -2,7 +2,7 @@
 // what is left behind: NoExecute taints against the placement's
 // clusterTolerations (tolerationSeconds counted from the taint's timeAdded),
 // the graceful eviction task an eviction writes, and when a task may go
-// (purge modes Directly, Gracefully, Never). controllers/eviction acts on
+// (purge modes Directly, Gracefully, Never). controllers/binding (the evict and purge phases) acts on
 // its answers.
 package eviction
 

@@ -108,7 +108,7 @@ func messageOf(due Due) string {
 
 // PurgingDirectly says whether a task of purge mode Directly is still held:
 // the scheduler does not place the binding until the evicted copy is gone
-// and controllers/eviction has purged the task.
+// and the purge phase (controllers/binding) has purged the task.
 func PurgingDirectly(spec *workv1alpha1.ResourceBindingSpec) bool {
 	return slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool {
 		return t.PurgeMode == policyv1alpha1.PurgeModeDirectly

@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/failover"
-	"github.com/flotilla-io/flotilla/controllers/scheduling"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/scheduler/assumed"
 	"github.com/flotilla-io/flotilla/internal/throttle"
@@ -88,7 +88,7 @@ func startManager(t *testing.T, s settings) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := (&scheduling.Reconciler{
+	if err := (&binding.Placer{
 		Client:        mgr.GetClient(),
 		Scheduler:     scheduler.New(scheduler.WithLedger(assumed.New(0))),
 		Recorder:      mgr.GetEventRecorder("flotilla-scheduler"),

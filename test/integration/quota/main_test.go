@@ -25,7 +25,6 @@ import (
 
 	bindingcontroller "github.com/flotilla-io/flotilla/controllers/binding"
 	quotacontroller "github.com/flotilla-io/flotilla/controllers/quota"
-	"github.com/flotilla-io/flotilla/controllers/scheduling"
 	"github.com/flotilla-io/flotilla/internal/quota/tracker"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/scheduler/assumed"
@@ -71,7 +70,7 @@ func startManager(ctx context.Context) error {
 		return err
 	}
 	quotas := tracker.New(tracker.Options{})
-	r := &scheduling.Reconciler{
+	r := &bindingcontroller.Placer{
 		Client:        mgr.GetClient(),
 		Scheduler:     scheduler.New(scheduler.WithLedger(assumed.New(0)), scheduler.WithQuotaChecker(quotas)),
 		Recorder:      mgr.GetEventRecorder("flotilla-scheduler"),
@@ -85,7 +84,7 @@ func startManager(ctx context.Context) error {
 		return err
 	}
 	// The binding controller checks and charges what bindings render.
-	works := &bindingcontroller.Reconciler{
+	works := &bindingcontroller.Renderer{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-binding"),
 		Quota:        quotas,
 		QuotaWakeups: []source.TypedSource[reconcile.Request]{quotacontroller.NewRenderRetry(mgr.GetClient(), quotas)},

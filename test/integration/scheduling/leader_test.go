@@ -19,7 +19,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/controllers/scheduling"
+	bindingcontroller "github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/scheduler/assumed"
 	"github.com/flotilla-io/flotilla/test/testenv"
@@ -74,7 +74,7 @@ func TestANewLeaderDoesNotHandOutCapacityThePreviousOneJustPlaced(t *testing.T) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &scheduling.Reconciler{
+		r := &bindingcontroller.Placer{
 			Client:        mgr.GetClient(),
 			Scheduler:     scheduler.New(scheduler.WithLedger(assumed.New(30*time.Second).WithMaxHold(90*time.Second, nil))),
 			Recorder:      mgr.GetEventRecorder("flotilla-scheduler"),

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/flotilla-io/flotilla/controllers/scheduling"
+	bindingcontroller "github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/scheduler/assumed"
 	"github.com/flotilla-io/flotilla/test/testenv"
@@ -55,7 +55,7 @@ func startScheduler(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := &scheduling.Reconciler{
+	r := &bindingcontroller.Placer{
 		Client:        mgr.GetClient(),
 		Scheduler:     scheduler.New(scheduler.WithLedger(assumed.New(0))),
 		Recorder:      mgr.GetEventRecorder("flotilla-scheduler"),

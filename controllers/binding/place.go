@@ -1,4 +1,18 @@
-package scheduling
+// The place phase (Placer) places ResourceBindings and
+// ClusterResourceBindings on members with the pure scheduler library
+// (internal/scheduler) and writes the result, spec.clusters, with a
+// Scheduled condition and the decision's explanation.
+//
+// Triggers: a binding's placement inputs changing (replicas, placement,
+// requirements, eviction tasks, rescheduleTriggeredAt, the failback
+// annotation), any MemberCluster change that can change a placement (labels,
+// taints, cordon, readiness, API enablements, deletion; capacity only for
+// bindings still waiting), a periodic retry of bindings that could not be
+// placed, and the Wakeups sources (bindings waiting on quota, re-queued
+// oldest first when quota frees). Decisions are serialised inside the
+// scheduler so that each sees the capacity the previous one assumed.
+
+package binding
 
 import (
 	"context"
@@ -30,8 +44,8 @@ import (
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
-// Reconciler places bindings.
-type Reconciler struct {
+// Placer places bindings.
+type Placer struct {
 	Client    client.Client
 	Scheduler *scheduler.Scheduler
 	Recorder  events.EventRecorder
@@ -69,7 +83,7 @@ const staleCacheRetry = time.Second
 
 // SetupWithManager registers one controller for ResourceBindings and one for
 // ClusterResourceBindings; both watch MemberClusters.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Options) error {
+func (r *Placer) SetupWithManager(mgr ctrl.Manager, options controller.Options) error {
 	if r.RetryInterval == 0 {
 		r.RetryInterval = 30 * time.Second
 	}
@@ -117,7 +131,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 // change of capacity alone, to the bindings still waiting to be placed:
 // placed bindings keep their replicas where they are (least movement), so
 // re-deciding them on every capacity report would only churn their status.
-func (r *Reconciler) enqueueAll(list client.ObjectList, onlyUnscheduled bool) handler.MapFunc {
+func (r *Placer) enqueueAll(list client.ObjectList, onlyUnscheduled bool) handler.MapFunc {
 	return func(ctx context.Context, _ client.Object) []reconcile.Request {
 		// The informer's handlers run in no fixed order: were the
 		// snapshot told of this change only by its own handler, a binding
@@ -156,14 +170,14 @@ func (r *Reconciler) enqueueAll(list client.ObjectList, onlyUnscheduled bool) ha
 	}
 }
 
-func bindingKey(b workv1alpha1.Binding) string {
+func placementKey(b workv1alpha1.Binding) string {
 	if b.GetNamespace() == "" {
 		return b.GetName()
 	}
 	return b.GetNamespace() + "/" + b.GetName()
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request, b workv1alpha1.Binding) (_ reconcile.Result, reterr error) {
+func (r *Placer) reconcile(ctx context.Context, req reconcile.Request, b workv1alpha1.Binding) (_ reconcile.Result, reterr error) {
 	if err := r.Client.Get(ctx, req.NamespacedName, b.(client.Object)); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			r.Scheduler.Forget(keyOf(req))
@@ -173,12 +187,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request, b wor
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !b.GetDeletionTimestamp().IsZero() {
-		r.Scheduler.Forget(bindingKey(b))
-		r.written.forget(bindingKey(b))
-		r.decided.forget(bindingKey(b))
+		r.Scheduler.Forget(placementKey(b))
+		r.written.forget(placementKey(b))
+		r.decided.forget(placementKey(b))
 		return reconcile.Result{}, nil
 	}
-	if r.written.stale(bindingKey(b), b.GetUID(), b.GetGeneration()) {
+	if r.written.stale(placementKey(b), b.GetUID(), b.GetGeneration()) {
 		return reconcile.Result{RequeueAfter: staleCacheRetry}, nil
 	}
 
@@ -187,11 +201,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request, b wor
 	decided := false
 	defer func() {
 		if err := r.write(ctx, original, b); err != nil {
-			reterr = fmt.Errorf("write placement of %s: %w", bindingKey(b), err)
+			reterr = fmt.Errorf("write placement of %s: %w", placementKey(b), err)
 			return
 		}
 		if decided && conditions.IsTrue(b, workv1alpha1.ConditionScheduled) {
-			r.decided.record(bindingKey(b), b, epoch)
+			r.decided.record(placementKey(b), b, epoch)
 		}
 	}()
 
@@ -208,11 +222,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request, b wor
 	}
 	if eviction.PurgingDirectly(spec) {
 		// Purge mode Directly: the evicted copy goes before its replacement
-		// is placed; removing the task (controllers/eviction, purge) brings
+		// is placed; removing the task (the purge phase, purge.go) brings
 		// the binding back here.
 		return reconcile.Result{}, nil
 	}
-	if leaving == 0 && conditions.IsTrue(b, workv1alpha1.ConditionScheduled) && r.decided.unchanged(bindingKey(b), b, epoch) {
+	if leaving == 0 && conditions.IsTrue(b, workv1alpha1.ConditionScheduled) && r.decided.unchanged(placementKey(b), b, epoch) {
 		// A new generation that changed nothing a decision reads (the
 		// template's resourceVersion, rendering fields): it is observed,
 		// not decided again, so that purging, which waits for the
@@ -243,14 +257,14 @@ func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request, b wor
 // optimistic lock, so that a decision made on a binding someone changed
 // meanwhile is made again rather than written over the change; then the
 // status and the Scheduled condition.
-func (r *Reconciler) write(ctx context.Context, original client.Object, b workv1alpha1.Binding) error {
+func (r *Placer) write(ctx context.Context, original client.Object, b workv1alpha1.Binding) error {
 	obj := b.(client.Object)
 	decided := b.BindingStatus().DeepCopy()
 	if !equality.Semantic.DeepEqual(original.(workv1alpha1.Binding).BindingSpec().Clusters, b.BindingSpec().Clusters) {
 		if err := r.Client.Patch(ctx, obj, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
 			return err
 		}
-		r.written.record(bindingKey(b), obj.GetUID(), obj.GetGeneration())
+		r.written.record(placementKey(b), obj.GetUID(), obj.GetGeneration())
 		// The patch answered with the stored status: that is what the
 		// status patch starts from. The decision covers the generation its
 		// own write made (the write changed nothing else: it was made on
@@ -267,9 +281,9 @@ func (r *Reconciler) write(ctx context.Context, original client.Object, b workv1
 }
 
 // schedule runs one decision and records it on the binding.
-func (r *Reconciler) schedule(ctx context.Context, snap *scheduler.Snapshot, b workv1alpha1.Binding) reconcile.Result {
+func (r *Placer) schedule(ctx context.Context, snap *scheduler.Snapshot, b workv1alpha1.Binding) reconcile.Result {
 	spec, status := b.BindingSpec(), b.BindingStatus()
-	in := scheduler.InputFromBinding(bindingKey(b), spec, status)
+	in := scheduler.InputFromBinding(placementKey(b), spec, status)
 	// Failback asks as a user does with spec.rescheduleTriggeredAt, which
 	// stays the user's; the decision is recorded no earlier than the ask,
 	// so that it is answered once (times are kept to the second).

@@ -1,4 +1,4 @@
-package scheduling
+package binding
 
 import (
 	"context"
@@ -90,7 +90,7 @@ func TestABindingQueuedByAMemberChangeSeesTheChange(t *testing.T) {
 	ctx := context.Background()
 	reader := &countingReader{cacheReader: cacheReader{members: []clusterv1alpha1.MemberCluster{st.Member("m1")}}}
 	rb := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-deployment"}}
-	r := &Reconciler{Client: fake.NewClientBuilder().WithScheme(workScheme(t)).WithObjects(rb).Build()}
+	r := &Placer{Client: fake.NewClientBuilder().WithScheme(workScheme(t)).WithObjects(rb).Build()}
 	r.snapshots = &snapshots{reader: reader, sched: scheduler.New()}
 	if _, err := r.snapshots.get(ctx); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package eviction
+package binding
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/internal/eviction"
 )
 
@@ -37,7 +36,7 @@ import (
 // It writes the surviving tasks with an optimistic lock and says when to
 // look again (a grace period ending); zero when nothing is waiting on time.
 // The binding is the cached one: a conflict is retried by the caller.
-func (t *TaintManager) purge(ctx context.Context, kind string, b client.Object) (time.Time, error) {
+func (t *Evictor) purge(ctx context.Context, kind string, b client.Object) (time.Time, error) {
 	bb := b.(workv1alpha1.Binding)
 	spec := bb.BindingSpec()
 	if len(spec.GracefulEvictionTasks) == 0 {
@@ -86,9 +85,9 @@ func (t *TaintManager) purge(ctx context.Context, kind string, b client.Object) 
 }
 
 // workOf is the binding's Work on member; nil when it is gone.
-func (t *TaintManager) workOf(ctx context.Context, kind string, b workv1alpha1.Binding, member string) (*workv1alpha1.Work, error) {
+func (t *Evictor) workOf(ctx context.Context, kind string, b workv1alpha1.Binding, member string) (*workv1alpha1.Work, error) {
 	w := &workv1alpha1.Work{}
-	key := client.ObjectKey{Namespace: clusterv1alpha1.ExecutionNamespace(member), Name: binding.WorkName(kind, b.GetNamespace(), b.GetName())}
+	key := client.ObjectKey{Namespace: clusterv1alpha1.ExecutionNamespace(member), Name: WorkName(kind, b.GetNamespace(), b.GetName())}
 	if err := t.Client.Get(ctx, key, w); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil

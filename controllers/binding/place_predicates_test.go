@@ -1,4 +1,4 @@
-package scheduling
+package binding
 
 import (
 	"testing"
@@ -22,7 +22,7 @@ func TestPlacementInputsChangedPassesOnlyWhatCanChangeAPlacement(t *testing.T) {
 			Clusters: []workv1alpha1.TargetCluster{{Name: "a", Replicas: 3}},
 		},
 	}
-	r := &Reconciler{}
+	r := &Placer{}
 	pred := r.placementInputsChanged()
 	next := func(change func(*workv1alpha1.ResourceBinding)) *workv1alpha1.ResourceBinding {
 		b := base.DeepCopy()
@@ -76,7 +76,7 @@ func TestPlacementInputsChangedPassesOnlyWhatCanChangeAPlacement(t *testing.T) {
 	own := next(func(b *workv1alpha1.ResourceBinding) {
 		b.Spec.Clusters = []workv1alpha1.TargetCluster{{Name: "b", Replicas: 3}}
 	})
-	r.written.record(bindingKey(own), own.UID, own.Generation)
+	r.written.record(placementKey(own), own.UID, own.Generation)
 	if pred.Update(event.UpdateEvent{ObjectOld: base, ObjectNew: own}) {
 		t.Error("the controller's own placement write is decided again")
 	}

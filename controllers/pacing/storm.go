@@ -1,4 +1,4 @@
-package eviction
+package pacing
 
 import (
 	"context"

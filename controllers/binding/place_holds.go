@@ -1,4 +1,4 @@
-package scheduling
+package binding
 
 import (
 	"context"
@@ -82,13 +82,13 @@ func restoreHolds(ledger *assumed.Ledger, snap *scheduler.Snapshot, bindings []w
 		if len(assignments) == 0 {
 			continue
 		}
-		ledger.Restore(bindingKey(b), spec.Resource.Namespace, capacity.NewRequirement(spec.ReplicaRequirements),
+		ledger.Restore(placementKey(b), spec.Resource.Namespace, capacity.NewRequirement(spec.ReplicaRequirements),
 			b.BindingStatus().LastScheduledTime.Time, assignments)
 	}
 }
 
 // listBindings reads every ResourceBinding and ClusterResourceBinding.
-func (r *Reconciler) listBindings(ctx context.Context) ([]workv1alpha1.Binding, error) {
+func (r *Placer) listBindings(ctx context.Context) ([]workv1alpha1.Binding, error) {
 	rbs := &workv1alpha1.ResourceBindingList{}
 	if err := r.Client.List(ctx, rbs); err != nil {
 		return nil, err
@@ -109,7 +109,7 @@ func (r *Reconciler) listBindings(ctx context.Context) ([]workv1alpha1.Binding, 
 
 // restoreOnce runs restoreHolds before this process's first decision; a
 // failure to list is retried by the next decision.
-func (r *Reconciler) restoreOnce(ctx context.Context, snap *scheduler.Snapshot) error {
+func (r *Placer) restoreOnce(ctx context.Context, snap *scheduler.Snapshot) error {
 	if r.restored.Load() {
 		return nil
 	}

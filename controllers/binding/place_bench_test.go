@@ -1,4 +1,4 @@
-package scheduling
+package binding
 
 import (
 	"context"
@@ -98,7 +98,7 @@ func BenchmarkControllerPathDecision(b *testing.B) {
 				b.Run(name, func(b *testing.B) {
 					reader := &cacheReader{members: st.BenchFleet(n), binding: benchBindingOf(p.placement)}
 					sched := scheduler.New()
-					r := &Reconciler{Scheduler: sched, Recorder: &events.FakeRecorder{}}
+					r := &Placer{Scheduler: sched, Recorder: &events.FakeRecorder{}}
 					r.snapshots = &snapshots{reader: reader, sched: sched}
 					ctx := context.Background()
 					b.ReportAllocs()

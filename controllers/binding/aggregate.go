@@ -1,4 +1,4 @@
-// Package status aggregates the status of a binding's Works into the
+// The aggregate phase (Aggregator) writes the status of a binding's Works into the
 // binding: per member, whether the Work is applied (and if not, why), the
 // health of the template's object there and its status; summed over
 // members, the replica counts a Deployment reports (status.replicas,
@@ -12,7 +12,8 @@
 // to the hub's kube-controller-manager (a hub Deployment's status counts
 // the Pods the inert quota refused), and the two would fight; the binding's
 // status and printer columns are where its fleet-wide status is read.
-package status
+
+package binding
 
 import (
 	"context"
@@ -43,7 +44,6 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
@@ -56,8 +56,8 @@ const ApplyFailedReason = "ApplyFailed"
 // +kubebuilder:rbac:groups=work.flotilla.io,resources=works,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconciler writes bindings' aggregated status.
-type Reconciler struct {
+// Aggregator writes bindings' aggregated status.
+type Aggregator struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 	// APIReader reads templates of kinds the hub does not cache.
@@ -69,7 +69,7 @@ type Reconciler struct {
 	Now func() time.Time
 }
 
-func (r *Reconciler) now() time.Time {
+func (r *Aggregator) now() time.Time {
 	if r.Now == nil {
 		return time.Now()
 	}
@@ -91,16 +91,16 @@ func KeepHealthTransitions(items, previous []workv1alpha1.AggregatedStatusItem, 
 }
 
 // SetupWithManager registers one controller per binding kind.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Options) error {
+func (r *Aggregator) SetupWithManager(mgr ctrl.Manager, options controller.Options) error {
 	if r.Client == nil || r.Recorder == nil {
 		return errors.New("status: Client and Recorder must be set")
 	}
-	for _, kind := range []string{binding.KindResourceBinding, binding.KindClusterResourceBinding} {
+	for _, kind := range []string{KindResourceBinding, KindClusterResourceBinding} {
 		kind := kind
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named("status-"+strings.ToLower(kind)).
-			For(binding.NewBinding(kind), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-			Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(binding.WorkToBinding(kind))).
+			For(NewBinding(kind), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(WorkToBinding(kind))).
 			WithOptions(options).
 			Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 				return r.Reconcile(ctx, kind, req)
@@ -113,8 +113,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 }
 
 // Reconcile aggregates one binding's Works into its status, in one patch.
-func (r *Reconciler) Reconcile(ctx context.Context, kind string, req ctrl.Request) (_ ctrl.Result, reterr error) {
-	b := binding.NewBinding(kind)
+func (r *Aggregator) Reconcile(ctx context.Context, kind string, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	b := NewBinding(kind)
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -146,7 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, kind string, req ctrl.Reques
 	conditions.Set(b, a.Condition)
 
 	if a.Failed && (previous == nil || previous.Message != a.Condition.Message) {
-		r.Recorder.Eventf(binding.TemplateRef(b), b, corev1.EventTypeWarning, ApplyFailedReason, "Apply", "%s", a.Condition.Message)
+		r.Recorder.Eventf(TemplateRef(b), b, corev1.EventTypeWarning, ApplyFailedReason, "Apply", "%s", a.Condition.Message)
 	}
 	return ctrl.Result{}, r.aggregateIntoTemplate(ctx, b, a.Items)
 }
@@ -154,8 +154,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, kind string, req ctrl.Reques
 // aggregateIntoTemplate writes the template's status from the members'
 // when a customization aggregates its kind, and says on the binding
 // (condition StatusAggregated) when its script fails.
-func (r *Reconciler) aggregateIntoTemplate(ctx context.Context, b workv1alpha1.Binding, items []workv1alpha1.AggregatedStatusItem) error {
-	ref := binding.TemplateRef(b)
+func (r *Aggregator) aggregateIntoTemplate(ctx context.Context, b workv1alpha1.Binding, items []workv1alpha1.AggregatedStatusItem) error {
+	ref := TemplateRef(b)
 	template := &unstructured.Unstructured{}
 	template.SetGroupVersionKind(ref.GroupVersionKind())
 	if r.Interpreter == nil || !r.Interpreter.AggregatesStatus(template) {

@@ -1,4 +1,4 @@
-package eviction
+package binding
 
 import (
 	"context"
@@ -19,7 +19,6 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/pacing"
 	"github.com/flotilla-io/flotilla/internal/capacity"
 	"github.com/flotilla-io/flotilla/internal/eviction"
@@ -63,8 +62,8 @@ func addFailback(b client.Object, member string) {
 }
 
 // failbackDue is the failback queue's last check before a slot is taken.
-func (t *TaintManager) failbackDue(ctx context.Context, k pacing.Key) (bool, error) {
-	b := binding.NewBinding(k.Kind)
+func (t *Evictor) failbackDue(ctx context.Context, k pacing.Key) (bool, error) {
+	b := NewBinding(k.Kind)
 	if err := t.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, b); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
@@ -74,7 +73,7 @@ func (t *TaintManager) failbackDue(ctx context.Context, k pacing.Key) (bool, err
 
 // recovered sorts the binding's failback members into those it may go back
 // to now and those that no longer exist.
-func (t *TaintManager) recovered(ctx context.Context, b workv1alpha1.Binding) (back, gone []string, err error) {
+func (t *Evictor) recovered(ctx context.Context, b workv1alpha1.Binding) (back, gone []string, err error) {
 	if !b.GetDeletionTimestamp().IsZero() {
 		return nil, nil, nil
 	}
@@ -116,8 +115,8 @@ func Welcoming(m *clusterv1alpha1.MemberCluster, tolerations []corev1.Toleration
 
 // failBack asks the scheduler for a placement from scratch and takes the
 // recovered members off the list, in one write with an optimistic lock.
-func (t *TaintManager) failBack(ctx context.Context, k pacing.Key) error {
-	b := binding.NewBinding(k.Kind)
+func (t *Evictor) failBack(ctx context.Context, k pacing.Key) error {
+	b := NewBinding(k.Kind)
 	if err := t.APIReader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, b); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -150,9 +149,9 @@ func (t *TaintManager) failBack(ctx context.Context, k pacing.Key) error {
 }
 
 // bindingsFailingBackTo maps a member to the bindings that list it.
-func (t *TaintManager) bindingsFailingBackTo(kind string) handler.MapFunc {
+func (t *Evictor) bindingsFailingBackTo(kind string) handler.MapFunc {
 	return func(ctx context.Context, m client.Object) []reconcile.Request {
-		return binding.Requests(ctx, t.Client, kind, client.MatchingFields{FailbackIndex: m.GetName()})
+		return Requests(ctx, t.Client, kind, client.MatchingFields{FailbackIndex: m.GetName()})
 	}
 }
 

@@ -1,4 +1,4 @@
-// Package eviction takes bindings off members, paced: the taint manager —
+// The evict phase (Evictor) takes bindings off members, paced: the taint manager —
 // a binding placed on a member with a NoExecute taint it does not tolerate
 // (or no longer tolerates: its tolerationSeconds, counted from the taint's
 // timeAdded, have passed) — and application failover — a workload Unhealthy
@@ -11,7 +11,8 @@
 // waiting then carry the EvictionThrottled condition, and the unhealthy
 // members an event. The same controller purges the tasks (purge.go), so
 // that spec.gracefulEvictionTasks has one writer.
-package eviction
+
+package binding
 
 import (
 	"context"
@@ -39,7 +40,6 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/metrics"
 	"github.com/flotilla-io/flotilla/controllers/pacing"
 	"github.com/flotilla-io/flotilla/internal/eviction"
@@ -53,8 +53,8 @@ import (
 // PlacedOnIndex indexes bindings by the members of their spec.clusters.
 const PlacedOnIndex = "flotilla.io/placed-on"
 
-// TaintManager evicts bindings from members with untolerated NoExecute taints.
-type TaintManager struct {
+// Evictor evicts bindings from members with untolerated NoExecute taints.
+type Evictor struct {
 	Client client.Client
 	// APIReader reads a binding fresh just before it is evicted.
 	APIReader client.Reader
@@ -72,7 +72,7 @@ type TaintManager struct {
 }
 
 // SetupWithManager registers one controller per binding kind and the queue.
-func (t *TaintManager) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
+func (t *Evictor) SetupWithManager(ctx context.Context, mgr ctrl.Manager, options controller.Options) error {
 	if t.Client == nil {
 		t.Client = mgr.GetClient()
 	}
@@ -95,23 +95,23 @@ func (t *TaintManager) SetupWithManager(ctx context.Context, mgr ctrl.Manager, o
 	if err := mgr.Add(t.Failbacks); err != nil {
 		return err
 	}
-	for _, kind := range []string{binding.KindResourceBinding, binding.KindClusterResourceBinding} {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, binding.NewBinding(kind), PlacedOnIndex, placedOn); err != nil {
+	for _, kind := range []string{KindResourceBinding, KindClusterResourceBinding} {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, NewBinding(kind), PlacedOnIndex, placedOn); err != nil {
 			return fmt.Errorf("index %s by member: %w", kind, err)
 		}
-		if err := mgr.GetFieldIndexer().IndexField(ctx, binding.NewBinding(kind), FailbackIndex, failbackMembers); err != nil {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, NewBinding(kind), FailbackIndex, failbackMembers); err != nil {
 			return fmt.Errorf("index %s by failback member: %w", kind, err)
 		}
 		kind := kind
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named("eviction-"+strings.ToLower(kind)).
-			For(binding.NewBinding(kind), builder.WithPredicates(predicate.Or[client.Object](
+			For(NewBinding(kind), builder.WithPredicates(predicate.Or[client.Object](
 				predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, applicationHealthChanged(), holdsTasks()))).
 			Watches(&clusterv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(t.bindingsOn(kind)),
 				builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 			Watches(&clusterv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(t.bindingsFailingBackTo(kind)),
 				builder.WithPredicates(memberMayHaveRecovered())).
-			Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(binding.WorkToBinding(kind)),
+			Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(WorkToBinding(kind)),
 				builder.WithPredicates(workGoing())).
 			WithOptions(options).
 			Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -143,8 +143,8 @@ func placedOn(o client.Object) []string {
 // evict, adds the tasks at the eviction rate); fail back queues a binding
 // one of whose failback members recovered (failBack, at the same rate). It
 // comes back when the next toleration or grace period runs out.
-func (t *TaintManager) Reconcile(ctx context.Context, kind string, req ctrl.Request) (ctrl.Result, error) {
-	b := binding.NewBinding(kind)
+func (t *Evictor) Reconcile(ctx context.Context, kind string, req ctrl.Request) (ctrl.Result, error) {
+	b := NewBinding(kind)
 	if err := t.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -228,7 +228,7 @@ func (d memberDue) ready(now time.Time) bool {
 // failover waiting for its statePreservation does not hold back a taint's
 // eviction that is due now. Members evicted already, which the scheduler
 // has yet to take out of spec.clusters, are not due again.
-func (t *TaintManager) duesOf(ctx context.Context, b workv1alpha1.Binding) ([]memberDue, error) {
+func (t *Evictor) duesOf(ctx context.Context, b workv1alpha1.Binding) ([]memberDue, error) {
 	spec, status := b.BindingSpec(), b.BindingStatus()
 	now := t.Now()
 	var tolerations []corev1.Toleration
@@ -274,8 +274,8 @@ func (t *TaintManager) duesOf(ctx context.Context, b workv1alpha1.Binding) ([]me
 }
 
 // due is the queue's last check before a slot is taken.
-func (t *TaintManager) due(ctx context.Context, k pacing.Key) (bool, error) {
-	b := binding.NewBinding(k.Kind)
+func (t *Evictor) due(ctx context.Context, k pacing.Key) (bool, error) {
+	b := NewBinding(k.Kind)
 	if err := t.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, b); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
@@ -290,7 +290,7 @@ func (t *TaintManager) due(ctx context.Context, k pacing.Key) (bool, error) {
 // evict records the binding's eviction from every member it is due to
 // leave now, in one write with an optimistic lock, read fresh from the API
 // server.
-func (t *TaintManager) evict(ctx context.Context, k pacing.Key) error {
+func (t *Evictor) evict(ctx context.Context, k pacing.Key) error {
 	for attempt := 0; ; attempt++ {
 		err := t.evictOnce(ctx, k)
 		if !apierrors.IsConflict(err) || attempt == 3 {
@@ -299,8 +299,8 @@ func (t *TaintManager) evict(ctx context.Context, k pacing.Key) error {
 	}
 }
 
-func (t *TaintManager) evictOnce(ctx context.Context, k pacing.Key) error {
-	b := binding.NewBinding(k.Kind)
+func (t *Evictor) evictOnce(ctx context.Context, k pacing.Key) error {
+	b := NewBinding(k.Kind)
 	if err := t.APIReader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, b); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -375,8 +375,8 @@ func applicationHealthChanged() predicate.Funcs {
 }
 
 // markThrottled writes the EvictionThrottled condition of a waiting binding.
-func (t *TaintManager) markThrottled(ctx context.Context, k pacing.Key, throttled bool, why string) error {
-	b := binding.NewBinding(k.Kind)
+func (t *Evictor) markThrottled(ctx context.Context, k pacing.Key, throttled bool, why string) error {
+	b := NewBinding(k.Kind)
 	if err := t.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, b); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -397,8 +397,8 @@ func (t *TaintManager) markThrottled(ctx context.Context, k pacing.Key, throttle
 }
 
 // bindingsOn maps a member to the bindings placed on it.
-func (t *TaintManager) bindingsOn(kind string) handler.MapFunc {
+func (t *Evictor) bindingsOn(kind string) handler.MapFunc {
 	return func(ctx context.Context, m client.Object) []reconcile.Request {
-		return binding.Requests(ctx, t.Client, kind, client.MatchingFields{PlacedOnIndex: m.GetName()})
+		return Requests(ctx, t.Client, kind, client.MatchingFields{PlacedOnIndex: m.GetName()})
 	}
 }

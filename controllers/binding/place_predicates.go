@@ -1,4 +1,4 @@
-package scheduling
+package binding
 
 import (
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -84,7 +84,7 @@ func inputsOf(b workv1alpha1.Binding) placementInputs {
 // observes without deciding again when the inputs are those of its last
 // decision. Not the controller's own placement write (which records the
 // generation it produced).
-func (r *Reconciler) placementInputsChanged() predicate.Predicate {
+func (r *Placer) placementInputsChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			oldB, ok1 := e.ObjectOld.(workv1alpha1.Binding)
@@ -98,7 +98,7 @@ func (r *Reconciler) placementInputsChanged() predicate.Predicate {
 			if e.ObjectOld.GetGeneration() == e.ObjectNew.GetGeneration() {
 				return false
 			}
-			if r.written.wrote(bindingKey(newB), e.ObjectNew.GetUID(), e.ObjectNew.GetGeneration()) {
+			if r.written.wrote(placementKey(newB), e.ObjectNew.GetUID(), e.ObjectNew.GetGeneration()) {
 				return false
 			}
 			return !equality.Semantic.DeepEqual(oldB.BindingSpec().Clusters, newB.BindingSpec().Clusters) ||
