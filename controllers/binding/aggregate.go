@@ -35,7 +35,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -67,7 +66,16 @@ type Aggregator struct {
 	Interpreter *interpreter.Interpreter
 	// Now is the clock of health transitions; time.Now when nil.
 	Now func() time.Time
+	// Coalesce is how long a binding's change or its Works' waits for
+	// the changes that follow it before the status is aggregated, so that
+	// a burst is written once; DefaultCoalesce when 0, none when negative.
+	Coalesce time.Duration
 }
+
+// DefaultCoalesce is the Aggregator's default wait for a burst's further
+// changes: a binding's members apply and report within moments of each
+// other, and each report was one status write of the binding.
+const DefaultCoalesce = 100 * time.Millisecond
 
 func (r *Aggregator) now() time.Time {
 	if r.Now == nil {
@@ -95,12 +103,17 @@ func (r *Aggregator) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 	if r.Client == nil || r.Recorder == nil {
 		return errors.New("status: Client and Recorder must be set")
 	}
+	if r.Coalesce == 0 {
+		r.Coalesce = DefaultCoalesce
+	}
 	for _, kind := range []string{KindResourceBinding, KindClusterResourceBinding} {
 		kind := kind
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named("status-"+strings.ToLower(kind)).
-			For(NewBinding(kind), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-			Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(WorkToBinding(kind))).
+			// A new placement and the Works it makes, applied and reporting
+			// just after, are one aggregation.
+			Watches(NewBinding(kind), enqueueCoalesced(self, r.Coalesce), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			Watches(&workv1alpha1.Work{}, enqueueCoalesced(WorkToBinding(kind), r.Coalesce)).
 			WithOptions(options).
 			Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 				return r.Reconcile(ctx, kind, req)
@@ -121,16 +134,8 @@ func (r *Aggregator) Reconcile(ctx context.Context, kind string, req ctrl.Reques
 	if !b.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, nil
 	}
-	helper, err := patch.NewHelper(b, r.Client)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	before := b.DeepCopyObject().(workv1alpha1.Binding)
 	previous := conditions.Get(b, workv1alpha1.ConditionFullyApplied).DeepCopy() // Get points into the list Set changes
-	defer func() {
-		if err := helper.Patch(ctx, b, patch.WithOwnedConditions{Conditions: []string{workv1alpha1.ConditionFullyApplied, workv1alpha1.ConditionStatusAggregated}}); err != nil {
-			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patch %s %s: %w", kind, req.NamespacedName, err)})
-		}
-	}()
 
 	works := &workv1alpha1.WorkList{}
 	if err := r.Client.List(ctx, works, client.MatchingLabels{workv1alpha1.BindingPermanentIDLabel: string(b.GetUID())}); err != nil {
@@ -148,7 +153,67 @@ func (r *Aggregator) Reconcile(ctx context.Context, kind string, req ctrl.Reques
 	if a.Failed && (previous == nil || previous.Message != a.Condition.Message) {
 		r.Recorder.Eventf(TemplateRef(b), b, corev1.EventTypeWarning, ApplyFailedReason, "Apply", "%s", a.Condition.Message)
 	}
-	return ctrl.Result{}, r.aggregateIntoTemplate(ctx, b, a.Items)
+	templateErr := r.aggregateIntoTemplate(ctx, b, a.Items)
+	if err := r.writeStatus(ctx, kind, before, b); err != nil {
+		return ctrl.Result{}, kerrors.NewAggregate([]error{templateErr, fmt.Errorf("write the status of %s %s: %w", kind, req.NamespacedName, err)})
+	}
+	return ctrl.Result{}, templateErr
+}
+
+// AggregatorFieldManager is the field manager of the aggregate phase's
+// status writes.
+const AggregatorFieldManager = "flotilla-aggregator"
+
+// aggregatedFields are the status fields the aggregate phase owns. Every
+// one is written, zeros and empty lists included: a field it leaves out
+// would be kept as it was if another manager ever shared it.
+type aggregatedFields struct {
+	AggregatedStatus  []workv1alpha1.AggregatedStatusItem `json:"aggregatedStatus"`
+	Replicas          int32                               `json:"replicas"`
+	ReadyReplicas     int32                               `json:"readyReplicas"`
+	AvailableReplicas int32                               `json:"availableReplicas"`
+	UpdatedReplicas   int32                               `json:"updatedReplicas"`
+	Conditions        []metav1.Condition                  `json:"conditions"`
+}
+
+func aggregatedOf(b workv1alpha1.Binding) aggregatedFields {
+	s := b.BindingStatus()
+	f := aggregatedFields{
+		AggregatedStatus: append([]workv1alpha1.AggregatedStatusItem{}, s.AggregatedStatus...),
+		Replicas:         s.Replicas, ReadyReplicas: s.ReadyReplicas, AvailableReplicas: s.AvailableReplicas, UpdatedReplicas: s.UpdatedReplicas,
+		Conditions: []metav1.Condition{},
+	}
+	for _, t := range []string{workv1alpha1.ConditionFullyApplied, workv1alpha1.ConditionStatusAggregated} {
+		if c := conditions.Get(b, t); c != nil {
+			f.Conditions = append(f.Conditions, *c)
+		}
+	}
+	return f
+}
+
+// writeStatus writes what the aggregate phase owns of the binding's status
+// in one request (applyStatus), and none when it did not change.
+func (r *Aggregator) writeStatus(ctx context.Context, kind string, before, b workv1alpha1.Binding) error {
+	owned, was := aggregatedOf(b), aggregatedOf(before)
+	if equality.Semantic.DeepEqual(owned, was) {
+		return nil
+	}
+	if err := applyStatus(ctx, r.Client, kind, b, AggregatorFieldManager, owned); err != nil {
+		return err
+	}
+	if conditions.Has(before, workv1alpha1.ConditionStatusAggregated) && !conditions.Has(b, workv1alpha1.ConditionStatusAggregated) {
+		// Left out of the apply, a condition another manager also wrote (a
+		// binding aggregated before the phase applied its status) stays:
+		// take it out with an optimistic write of the conditions.
+		gone := before.DeepCopyObject().(workv1alpha1.Binding)
+		conditions.Delete(gone, workv1alpha1.ConditionStatusAggregated)
+		helper, err := patch.NewHelper(before, r.Client)
+		if err != nil {
+			return err
+		}
+		return helper.Patch(ctx, gone, patch.WithOwnedConditions{Conditions: []string{workv1alpha1.ConditionStatusAggregated}})
+	}
+	return nil
 }
 
 // aggregateIntoTemplate writes the template's status from the members'

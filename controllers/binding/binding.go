@@ -2,11 +2,18 @@ package binding
 
 import (
 	"context"
+	"encoding/json"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -76,4 +83,92 @@ func Requests(ctx context.Context, c client.Reader, kind string, opts ...client.
 		}
 	}
 	return out
+}
+
+// self maps a binding to its own request.
+func self(_ context.Context, b client.Object) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(b)}}
+}
+
+// enqueueCoalesced is handler.EnqueueRequestsFromMapFunc with a delay:
+// the requests mapFn makes are queued after window, and those made again
+// while they wait are not queued twice (a delaying queue keeps an item's
+// earliest time). A burst of events about one binding — its members' Works
+// created, applied and reporting within moments of each other — then
+// becomes one reconcile and one write, at most window late.
+func enqueueCoalesced(mapFn handler.MapFunc, window time.Duration) handler.EventHandler {
+	if window <= 0 {
+		return handler.EnqueueRequestsFromMapFunc(mapFn)
+	}
+	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+		for _, obj := range objs {
+			if obj == nil {
+				continue
+			}
+			for _, req := range mapFn(ctx, obj) {
+				q.AddAfter(req, window)
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+	}
+}
+
+// applyStatus writes the status fields a phase owns in one request: a
+// server-side apply of those fields alone (fields, marshalled to JSON, every
+// field the phase owns, zeros included: one left out would be removed) as
+// the phase's field manager. The other phases' fields and conditions are
+// theirs — conditions merge by type — so there is nothing to lock against,
+// and a status is never seen half written: CAPI's patch.Helper writes the
+// conditions and the rest of the status in two requests, and a leader
+// stopped between them left a binding Scheduled without its
+// lastScheduledTime, which a new leader's restore of held capacity needs.
+func applyStatus(ctx context.Context, c client.Client, kind string, b workv1alpha1.Binding, manager string, fields any) error {
+	raw, err := json.Marshal(fields)
+	if err != nil {
+		return err
+	}
+	status := map[string]any{}
+	if err := json.Unmarshal(raw, &status); err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": status}}
+	u.SetGroupVersionKind(workv1alpha1.GroupVersion.WithKind(kind))
+	u.SetNamespace(b.GetNamespace())
+	u.SetName(b.GetName())
+	return c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership)
+}
+
+// kindOf is a binding's kind, KindResourceBinding or KindClusterResourceBinding.
+func kindOf(b workv1alpha1.Binding) string {
+	if _, ok := b.(*workv1alpha1.ClusterResourceBinding); ok {
+		return KindClusterResourceBinding
+	}
+	return KindResourceBinding
+}
+
+// writeConditions writes the one condition a phase owns, of type t, in one
+// request (applyStatus) when it changed from previous (nil: absent).
+func writeConditions(ctx context.Context, c client.Client, kind string, previous *metav1.Condition, b workv1alpha1.Binding, manager, t string) error {
+	now := conditions.Get(b, t)
+	if now == nil || (previous != nil && equality.Semantic.DeepEqual(*previous, *now)) {
+		return nil
+	}
+	err := applyStatus(ctx, c, kind, b, manager, struct {
+		Conditions []metav1.Condition `json:"conditions"`
+	}{[]metav1.Condition{*now}})
+	// A binding whose last finalizer went is gone: nothing to say on it.
+	return client.IgnoreNotFound(err)
 }

@@ -24,8 +24,10 @@
 //
 // Each field has exactly one writer phase, and every spec write carries an
 // optimistic lock (the resourceVersion read): a phase that lost a race reads
-// again and decides again, never writes over another. Status conditions are
-// written with CAPI's patch.Helper, each phase naming the conditions it owns.
+// again and decides again, never writes over another. Each phase writes the
+// status fields it owns, its condition among them, in one server-side apply
+// as its own field manager (applyStatus, binding.go): never half written,
+// and with nothing to lock against.
 //
 // The phases are controllers of their own because what starts them and
 // how fast they may go differ: place is serialised through the scheduler

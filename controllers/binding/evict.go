@@ -36,7 +36,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"sigs.k8s.io/cluster-api/util/conditions"
-	"sigs.k8s.io/cluster-api/util/patch"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -380,21 +379,22 @@ func (t *Evictor) markThrottled(ctx context.Context, k pacing.Key, throttled boo
 	if err := t.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, b); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	helper, err := patch.NewHelper(b, t.Client)
-	if err != nil {
-		return err
-	}
+	previous := conditions.Get(b, workv1alpha1.ConditionEvictionThrottled).DeepCopy()
 	c := metav1.Condition{Type: workv1alpha1.ConditionEvictionThrottled, Status: metav1.ConditionFalse, Reason: workv1alpha1.EvictionNotThrottledReason, Message: why}
 	if throttled {
 		c.Status, c.Reason = metav1.ConditionTrue, workv1alpha1.EvictionThrottledReason
 		c.Message = "an eviction is due and waits: " + why
 	}
 	conditions.Set(b, c)
-	if err := helper.Patch(ctx, b, patch.WithOwnedConditions{Conditions: []string{workv1alpha1.ConditionEvictionThrottled}}); err != nil {
+	if err := writeConditions(ctx, t.Client, k.Kind, previous, b, EvictorFieldManager, workv1alpha1.ConditionEvictionThrottled); err != nil {
 		return fmt.Errorf("write EvictionThrottled of %s: %w", k, err)
 	}
 	return nil
 }
+
+// EvictorFieldManager is the field manager of the evict phase's status
+// writes.
+const EvictorFieldManager = "flotilla-evictor"
 
 // bindingsOn maps a member to the bindings placed on it.
 func (t *Evictor) bindingsOn(kind string) handler.MapFunc {

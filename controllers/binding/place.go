@@ -28,7 +28,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	"sigs.k8s.io/cluster-api/util/patch"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -256,7 +255,7 @@ func (r *Placer) reconcile(ctx context.Context, req reconcile.Request, b workv1a
 // write records a decision: a new placement (spec.clusters) with an
 // optimistic lock, so that a decision made on a binding someone changed
 // meanwhile is made again rather than written over the change; then the
-// status and the Scheduled condition.
+// place phase's status fields and the Scheduled condition, in one request.
 func (r *Placer) write(ctx context.Context, original client.Object, b workv1alpha1.Binding) error {
 	obj := b.(client.Object)
 	decided := b.BindingStatus().DeepCopy()
@@ -265,19 +264,44 @@ func (r *Placer) write(ctx context.Context, original client.Object, b workv1alph
 			return err
 		}
 		r.written.record(placementKey(b), obj.GetUID(), obj.GetGeneration())
-		// The patch answered with the stored status: that is what the
-		// status patch starts from. The decision covers the generation its
-		// own write made (the write changed nothing else: it was made on
-		// the resourceVersion decided on), which is not decided again.
+		// The patch answered with the stored status: the status write
+		// compares with it. The decision covers the generation its own
+		// write made (the write changed nothing else: it was made on the
+		// resourceVersion decided on), which is not decided again.
 		original = obj.DeepCopyObject().(client.Object)
 		observeGeneration(decided, obj.GetGeneration())
 		*b.BindingStatus() = *decided
 	}
-	helper, err := patch.NewHelper(original, r.Client)
-	if err != nil {
-		return err
+	owned := placedOf(b)
+	if equality.Semantic.DeepEqual(owned, placedOf(original.(workv1alpha1.Binding))) {
+		return nil
 	}
-	return helper.Patch(ctx, obj, patch.WithOwnedConditions{Conditions: []string{workv1alpha1.ConditionScheduled}})
+	return applyStatus(ctx, r.Client, kindOf(b), b, PlacerFieldManager, owned)
+}
+
+// PlacerFieldManager is the field manager of the place phase's status writes.
+const PlacerFieldManager = "flotilla-scheduler"
+
+// placedFields are the status fields the place phase owns, written together
+// (applyStatus): a new leader reads a decision whole or not at all.
+type placedFields struct {
+	SchedulerObservedGeneration   int64                            `json:"schedulerObservedGeneration"`
+	SchedulerObservedAffinityName string                           `json:"schedulerObservingAffinityName"`
+	LastScheduledTime             *metav1.Time                     `json:"lastScheduledTime,omitempty"`
+	SchedulingDecision            *workv1alpha1.SchedulingDecision `json:"schedulingDecision,omitempty"`
+	Conditions                    []metav1.Condition               `json:"conditions"`
+}
+
+func placedOf(b workv1alpha1.Binding) placedFields {
+	s := b.BindingStatus()
+	f := placedFields{
+		SchedulerObservedGeneration: s.SchedulerObservedGeneration, SchedulerObservedAffinityName: s.SchedulerObservedAffinityName,
+		LastScheduledTime: s.LastScheduledTime, SchedulingDecision: s.SchedulingDecision, Conditions: []metav1.Condition{},
+	}
+	if c := conditions.Get(b, workv1alpha1.ConditionScheduled); c != nil {
+		f.Conditions = append(f.Conditions, *c)
+	}
+	return f
 }
 
 // schedule runs one decision and records it on the binding.

@@ -51,6 +51,7 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -74,7 +75,6 @@ import (
 
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/finalizers"
-	"sigs.k8s.io/cluster-api/util/patch"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -206,7 +206,7 @@ func indexMembers(obj client.Object) []string {
 }
 
 // Reconcile renders one binding's Works, or removes them when the binding
-// is being deleted; the Rendered condition is written in one patch.
+// is being deleted; the Rendered condition is written in one request.
 func (r *Renderer) Reconcile(ctx context.Context, kind string, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	b := NewBinding(kind)
 	key := bindingKey{Kind: kind, ObjectKey: req.NamespacedName}
@@ -222,15 +222,12 @@ func (r *Renderer) Reconcile(ctx context.Context, kind string, req ctrl.Request)
 			return ctrl.Result{}, err
 		}
 	}
-	helper, err := patch.NewHelper(b, r.Client)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
 	previous := conditions.Get(b, workv1alpha1.ConditionRendered).DeepCopy() // Get points into the list Set changes
+	was := renderedOf(b)
 	defer func() {
 		r.reportFailure(b, previous)
-		if err := helper.Patch(ctx, b, patch.WithOwnedConditions{Conditions: []string{workv1alpha1.ConditionRendered}}); err != nil {
-			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patch %s %s: %w", kind, req.NamespacedName, err)})
+		if err := r.writeStatus(ctx, kind, was, b); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("write the Rendered condition of %s %s: %w", kind, req.NamespacedName, err)})
 		}
 	}()
 
@@ -260,9 +257,50 @@ func (r *Renderer) reconcileDelete(ctx context.Context, key bindingKey, b workv1
 		// when their turn may have come.
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	controllerutil.RemoveFinalizer(b, workv1alpha1.BindingFinalizer)
+	before := b.DeepCopyObject().(client.Object)
+	if controllerutil.RemoveFinalizer(b, workv1alpha1.BindingFinalizer) {
+		if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
 	r.deps.Set(key, nil)
 	return ctrl.Result{}, nil
+}
+
+// RendererFieldManager is the field manager of the render phase's status
+// writes.
+const RendererFieldManager = "flotilla-renderer"
+
+// renderedFields are the status fields the render phase owns.
+type renderedFields struct {
+	// RenderedUsage is a ResourceBinding's (quota.go), written empty rather
+	// than left out; a ClusterResourceBinding has none.
+	RenderedUsage corev1.ResourceList `json:"renderedUsage"`
+	Conditions    []metav1.Condition  `json:"conditions"`
+}
+
+func renderedOf(b workv1alpha1.Binding) renderedFields {
+	f := renderedFields{RenderedUsage: corev1.ResourceList{}, Conditions: []metav1.Condition{}}
+	if rb, ok := b.(*workv1alpha1.ResourceBinding); ok {
+		for name, q := range rb.Status.RenderedUsage {
+			f.RenderedUsage[name] = q.DeepCopy()
+		}
+	}
+	if c := conditions.Get(b, workv1alpha1.ConditionRendered); c != nil {
+		f.Conditions = append(f.Conditions, *c)
+	}
+	return f
+}
+
+// writeStatus writes what the render phase owns of the binding's status in
+// one request (applyStatus), and none when it did not change.
+func (r *Renderer) writeStatus(ctx context.Context, kind string, was renderedFields, b workv1alpha1.Binding) error {
+	now := renderedOf(b)
+	if equality.Semantic.DeepEqual(was, now) {
+		return nil
+	}
+	// A binding whose last finalizer went is gone: nothing to say on it.
+	return client.IgnoreNotFound(applyStatus(ctx, r.Client, kind, b, RendererFieldManager, now))
 }
 
 // minPositive is the smaller of two waits, 0 meaning none.

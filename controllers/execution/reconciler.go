@@ -30,14 +30,18 @@ package execution
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -264,7 +268,7 @@ func (r *Reconciler) worksOfMember(ctx context.Context, o client.Object) []recon
 }
 
 // Reconcile applies a Work to its member, or removes its objects from the
-// member when it is being deleted; its status is written in one patch.
+// member when it is being deleted; its status is written in one request.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	memberName, ok := memberOf(req.Namespace)
 	if !ok {
@@ -312,13 +316,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 			return ctrl.Result{}, err
 		}
 	}
-	helper, err := patch.NewHelper(work, r.Client)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	read := work.DeepCopy()
 	defer func() {
-		if err := helper.Patch(ctx, work, patch.WithOwnedConditions{Conditions: applier.OwnedConditions}); err != nil {
-			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patch Work %s: %w", req.NamespacedName, err)})
+		if err := r.write(ctx, read, work); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("write Work %s: %w", req.NamespacedName, err)})
 		}
 	}()
 
@@ -488,4 +489,56 @@ func (r *Reconciler) unreachable(work *workv1alpha1.Work, err error) ctrl.Result
 		retry = u.RetryIn
 	}
 	return ctrl.Result{RequeueAfter: retry}
+}
+
+// FieldManager is the field manager of the execution controller's writes of
+// a Work's status.
+const FieldManager = "flotilla-execution"
+
+// appliedFields are the Work status fields the execution controller owns:
+// all of it, for a Push member's Work.
+type appliedFields struct {
+	Conditions       []metav1.Condition            `json:"conditions"`
+	ManifestStatuses []workv1alpha1.ManifestStatus `json:"manifestStatuses"`
+}
+
+func appliedOf(w *workv1alpha1.Work) appliedFields {
+	f := appliedFields{Conditions: []metav1.Condition{}, ManifestStatuses: append([]workv1alpha1.ManifestStatus{}, w.Status.ManifestStatuses...)}
+	for _, t := range applier.OwnedConditions {
+		if c := conditions.Get(w, t); c != nil {
+			f.Conditions = append(f.Conditions, *c)
+		}
+	}
+	return f
+}
+
+// write records a reconcile's outcome: a finalizer removed, with an
+// optimistic lock (a finalizer list is written whole); then the status, in
+// one server-side apply — CAPI's patch.Helper wrote the conditions and the
+// manifests' statuses in two requests, and the binding's aggregate phase
+// saw the Work half written between them.
+func (r *Reconciler) write(ctx context.Context, before, work *workv1alpha1.Work) error {
+	if !slices.Equal(before.Finalizers, work.Finalizers) {
+		if err := r.Client.Patch(ctx, work, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+	now := appliedOf(work)
+	if equality.Semantic.DeepEqual(now, appliedOf(before)) {
+		return nil
+	}
+	raw, err := json.Marshal(now)
+	if err != nil {
+		return err
+	}
+	status := map[string]any{}
+	if err := json.Unmarshal(raw, &status); err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": status}}
+	u.SetGroupVersionKind(workv1alpha1.GroupVersion.WithKind("Work"))
+	u.SetNamespace(work.Namespace)
+	u.SetName(work.Name)
+	// A Work whose last finalizer went is gone: nothing to report on it.
+	return client.IgnoreNotFound(r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership))
 }

@@ -32,7 +32,7 @@ const waitTimeout = 20 * time.Second
 func ctx() context.Context { return context.Background() }
 
 // eventually retries f until it returns nil or the timeout passes.
-func eventually(t *testing.T, what string, f func() error) {
+func eventually(t testing.TB, what string, f func() error) {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
 	for {
@@ -60,7 +60,7 @@ func consistently(t *testing.T, d time.Duration, what string, f func() error) {
 }
 
 // namespace creates a hub namespace, federated or not, removed after the test.
-func namespace(t *testing.T, name string, federated bool) {
+func namespace(t testing.TB, name string, federated bool) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if federated {
@@ -70,7 +70,7 @@ func namespace(t *testing.T, name string, federated bool) {
 }
 
 // create creates a hub object.
-func create(t *testing.T, obj client.Object) {
+func create(t testing.TB, obj client.Object) {
 	t.Helper()
 	if err := hub.Client.Create(ctx(), obj); err != nil {
 		t.Fatalf("create %T %s: %v", obj, client.ObjectKeyFromObject(obj), err)
@@ -78,7 +78,7 @@ func create(t *testing.T, obj client.Object) {
 }
 
 // createYAML creates the hub objects of a multi-document manifest.
-func createYAML(t *testing.T, manifests string) {
+func createYAML(t testing.TB, manifests string) {
 	t.Helper()
 	for _, doc := range strings.Split(manifests, "\n---\n") {
 		if strings.TrimSpace(doc) == "" {
@@ -89,7 +89,7 @@ func createYAML(t *testing.T, manifests string) {
 }
 
 // decode reads a manifest as objects read from the API are: numbers as int64.
-func decode(t *testing.T, manifest string) *unstructured.Unstructured {
+func decode(t testing.TB, manifest string) *unstructured.Unstructured {
 	t.Helper()
 	raw, err := yaml.YAMLToJSON([]byte(manifest))
 	if err != nil {
@@ -103,7 +103,7 @@ func decode(t *testing.T, manifest string) *unstructured.Unstructured {
 }
 
 // update applies change to a fresh copy of obj until it is written.
-func update[T client.Object](t *testing.T, c client.Client, obj T, change func(T)) {
+func update[T client.Object](t testing.TB, c client.Client, obj T, change func(T)) {
 	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := c.Get(ctx(), client.ObjectKeyFromObject(obj), obj); err != nil {
@@ -127,7 +127,7 @@ func placement(pairs ...any) []workv1alpha1.TargetCluster {
 }
 
 // waitForBinding waits for the ResourceBinding of a template and returns it.
-func waitForBinding(t *testing.T, namespace, templateName, kind string) *workv1alpha1.ResourceBinding {
+func waitForBinding(t testing.TB, namespace, templateName, kind string) *workv1alpha1.ResourceBinding {
 	t.Helper()
 	rb := &workv1alpha1.ResourceBinding{}
 	key := client.ObjectKey{Namespace: namespace, Name: templateName + "-" + strings.ToLower(kind)}
@@ -136,13 +136,13 @@ func waitForBinding(t *testing.T, namespace, templateName, kind string) *workv1a
 }
 
 // schedule writes a binding's spec.clusters, as the scheduler would.
-func schedule(t *testing.T, rb *workv1alpha1.ResourceBinding, clusters []workv1alpha1.TargetCluster) {
+func schedule(t testing.TB, rb *workv1alpha1.ResourceBinding, clusters []workv1alpha1.TargetCluster) {
 	t.Helper()
 	update(t, hub.Client, rb, func(b *workv1alpha1.ResourceBinding) { b.Spec.Clusters = clusters })
 }
 
 // bindAndSchedule waits for a template's binding and schedules it.
-func bindAndSchedule(t *testing.T, namespace, templateName, kind string, clusters []workv1alpha1.TargetCluster) *workv1alpha1.ResourceBinding {
+func bindAndSchedule(t testing.TB, namespace, templateName, kind string, clusters []workv1alpha1.TargetCluster) *workv1alpha1.ResourceBinding {
 	t.Helper()
 	rb := waitForBinding(t, namespace, templateName, kind)
 	schedule(t, rb, clusters)

@@ -254,7 +254,7 @@ func expectEnv(member, ns, want string) error {
 
 // reportReady writes, as the member's deployment controller would, that
 // all n replicas of a Deployment are up.
-func reportReady(t *testing.T, member, ns, name string, n int32) {
+func reportReady(t testing.TB, member, ns, name string, n int32) {
 	t.Helper()
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if err := inMember(member, d); err != nil {

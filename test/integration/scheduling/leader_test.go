@@ -32,37 +32,9 @@ import (
 // again. This runs on an apiserver of its own: the suite's scheduler would
 // decide these bindings too.
 func TestANewLeaderDoesNotHandOutCapacityThePreviousOneJustPlaced(t *testing.T) {
-	own, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = own.Stop() })
+	own := ownHubWithOneMember(t)
 	c := own.Client
 	ctx := context.Background()
-
-	// One member with 4 free CPU, its model older than anything placed here.
-	m := &clusterv1alpha1.MemberCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "only"},
-		Spec:       clusterv1alpha1.MemberClusterSpec{ClusterRef: clusterv1alpha1.ClusterReference{Namespace: "capi", Name: "only"}},
-	}
-	if err := c.Create(ctx, m); err != nil {
-		t.Fatal(err)
-	}
-	m.Status = clusterv1alpha1.MemberClusterStatus{
-		Conditions: []metav1.Condition{{Type: clusterv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}},
-		APIEnablements: []clusterv1alpha1.APIEnablement{
-			{GroupVersion: "apps/v1", Resources: []clusterv1alpha1.APIResource{{Name: "deployments", Kind: "Deployment"}}},
-		},
-		CapacityModel: &clusterv1alpha1.CapacityModel{
-			ObservedTime: metav1.NewTime(time.Now().Add(-time.Minute)),
-			NodeGroups: []clusterv1alpha1.NodeGroup{{Count: 1, Free: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("110"),
-			}}},
-		},
-	}
-	if err := c.Status().Update(ctx, m); err != nil {
-		t.Fatal(err)
-	}
 
 	leader := func() context.CancelFunc {
 		t.Helper()
@@ -88,30 +60,9 @@ func TestANewLeaderDoesNotHandOutCapacityThePreviousOneJustPlaced(t *testing.T) 
 		go func() { defer close(done); _ = mgr.Start(lctx) }()
 		return func() { cancel(); <-done }
 	}
-	aggregated := &policyv1alpha1.Placement{
-		ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"only"}},
-		ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
-			ReplicaSchedulingType:     policyv1alpha1.ReplicaSchedulingTypeDivided,
-			ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceAggregated,
-		},
-	}
 	create := func(name string) *workv1alpha1.ResourceBinding {
 		t.Helper()
-		b := &workv1alpha1.ResourceBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-			Spec: workv1alpha1.ResourceBindingSpec{
-				Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: name},
-				Replicas: 3,
-				ReplicaRequirements: &workv1alpha1.ReplicaRequirements{ResourceRequest: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("1"),
-				}},
-				Placement: aggregated,
-			},
-		}
-		if err := c.Create(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return createOnOnly(t, c, name)
 	}
 	decided := func(b *workv1alpha1.ResourceBinding) *workv1alpha1.ResourceBinding {
 		t.Helper()
@@ -146,4 +97,70 @@ func TestANewLeaderDoesNotHandOutCapacityThePreviousOneJustPlaced(t *testing.T) 
 			placement(second), cond.Status, cond.Reason, cond.Message)
 	}
 	t.Logf("the new leader: Scheduled=%s %s: %s", cond.Status, cond.Reason, cond.Message)
+}
+
+// ownHubWithOneMember starts an apiserver of the test's own — the suite's
+// scheduler would decide its bindings too — holding one Ready member,
+// "only", with 4 free CPU and a capacity model older than anything placed.
+func ownHubWithOneMember(t *testing.T) *testenv.Env {
+	t.Helper()
+	own, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = own.Stop() })
+	c := own.Client
+	ctx := context.Background()
+
+	// One member with 4 free CPU, its model older than anything placed here.
+	m := &clusterv1alpha1.MemberCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "only"},
+		Spec:       clusterv1alpha1.MemberClusterSpec{ClusterRef: clusterv1alpha1.ClusterReference{Namespace: "capi", Name: "only"}},
+	}
+	if err := c.Create(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	m.Status = clusterv1alpha1.MemberClusterStatus{
+		Conditions: []metav1.Condition{{Type: clusterv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}},
+		APIEnablements: []clusterv1alpha1.APIEnablement{
+			{GroupVersion: "apps/v1", Resources: []clusterv1alpha1.APIResource{{Name: "deployments", Kind: "Deployment"}}},
+		},
+		CapacityModel: &clusterv1alpha1.CapacityModel{
+			ObservedTime: metav1.NewTime(time.Now().Add(-time.Minute)),
+			NodeGroups: []clusterv1alpha1.NodeGroup{{Count: 1, Free: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("64Gi"), corev1.ResourcePods: resource.MustParse("110"),
+			}}},
+		},
+	}
+	if err := c.Status().Update(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	return own
+}
+
+// createOnOnly creates a binding of 3 replicas of 1 CPU each, all to be
+// placed on the member "only" (Divided, Aggregated).
+func createOnOnly(t *testing.T, c client.Client, name string) *workv1alpha1.ResourceBinding {
+	t.Helper()
+	b := &workv1alpha1.ResourceBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: workv1alpha1.ResourceBindingSpec{
+			Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: name},
+			Replicas: 3,
+			ReplicaRequirements: &workv1alpha1.ReplicaRequirements{ResourceRequest: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("1"),
+			}},
+			Placement: &policyv1alpha1.Placement{
+				ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"only"}},
+				ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
+					ReplicaSchedulingType:     policyv1alpha1.ReplicaSchedulingTypeDivided,
+					ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionPreferenceAggregated,
+				},
+			},
+		},
+	}
+	if err := c.Create(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
