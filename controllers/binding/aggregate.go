@@ -25,6 +25,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -154,7 +155,9 @@ func (r *Aggregator) Reconcile(ctx context.Context, kind string, req ctrl.Reques
 		r.Recorder.Eventf(TemplateRef(b), b, corev1.EventTypeWarning, ApplyFailedReason, "Apply", "%s", a.Condition.Message)
 	}
 	templateErr := r.aggregateIntoTemplate(ctx, b, a.Items)
-	if err := r.writeStatus(ctx, kind, before, b); err != nil {
+	if err := r.writeStatus(ctx, kind, before, b); apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRequeue}, templateErr
+	} else if err != nil {
 		return ctrl.Result{}, kerrors.NewAggregate([]error{templateErr, fmt.Errorf("write the status of %s %s: %w", kind, req.NamespacedName, err)})
 	}
 	return ctrl.Result{}, templateErr

@@ -2,12 +2,10 @@ package binding
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -18,7 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/statusapply"
 )
+
+// conflictRequeue is the retry after a write refused for its optimistic
+// lock: another phase wrote the binding since it was read, and the cache
+// brings the new version within moments.
+const conflictRequeue = 100 * time.Millisecond
 
 // Binding kinds, as in Work annotations.
 const (
@@ -126,29 +130,15 @@ func enqueueCoalesced(mapFn handler.MapFunc, window time.Duration) handler.Event
 	}
 }
 
-// applyStatus writes the status fields a phase owns in one request: a
-// server-side apply of those fields alone (fields, marshalled to JSON, every
-// field the phase owns, zeros included: one left out would be removed) as
-// the phase's field manager. The other phases' fields and conditions are
-// theirs — conditions merge by type — so there is nothing to lock against,
-// and a status is never seen half written: CAPI's patch.Helper writes the
-// conditions and the rest of the status in two requests, and a leader
-// stopped between them left a binding Scheduled without its
-// lastScheduledTime, which a new leader's restore of held capacity needs.
+// applyStatus writes the status fields a phase owns in one request, as the
+// phase's field manager, locked on the binding's resourceVersion
+// (statusapply.Apply): a new leader reads a phase's write whole or not at
+// all — patch.Helper's two requests once left a binding Scheduled without
+// the lastScheduledTime a new leader's restore of held capacity needs — and
+// a phase working from a stale cache gets a conflict (and comes back), not
+// a write over its newer one.
 func applyStatus(ctx context.Context, c client.Client, kind string, b workv1alpha1.Binding, manager string, fields any) error {
-	raw, err := json.Marshal(fields)
-	if err != nil {
-		return err
-	}
-	status := map[string]any{}
-	if err := json.Unmarshal(raw, &status); err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{"status": status}}
-	u.SetGroupVersionKind(workv1alpha1.GroupVersion.WithKind(kind))
-	u.SetNamespace(b.GetNamespace())
-	u.SetName(b.GetName())
-	return c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership)
+	return statusapply.Apply(ctx, c, workv1alpha1.GroupVersion.WithKind(kind), client.ObjectKeyFromObject(b), b.GetResourceVersion(), manager, fields)
 }
 
 // kindOf is a binding's kind, KindResourceBinding or KindClusterResourceBinding.
@@ -159,9 +149,9 @@ func kindOf(b workv1alpha1.Binding) string {
 	return KindResourceBinding
 }
 
-// writeConditions writes the one condition a phase owns, of type t, in one
+// writeCondition writes the one condition a phase owns, of type t, in one
 // request (applyStatus) when it changed from previous (nil: absent).
-func writeConditions(ctx context.Context, c client.Client, kind string, previous *metav1.Condition, b workv1alpha1.Binding, manager, t string) error {
+func writeCondition(ctx context.Context, c client.Client, kind string, previous *metav1.Condition, b workv1alpha1.Binding, manager, t string) error {
 	now := conditions.Get(b, t)
 	if now == nil || (previous != nil && equality.Semantic.DeepEqual(*previous, *now)) {
 		return nil

@@ -197,10 +197,6 @@ func (t *Evictor) Reconcile(ctx context.Context, kind string, req ctrl.Request) 
 	return ctrl.Result{}, nil
 }
 
-// conflictRequeue is the fixed retry after a write conflict: the binding's
-// spec is also written by the scheduler and the detector.
-const conflictRequeue = 200 * time.Millisecond
-
 // StatePreservationRetry is how often an application failover eviction
 // whose statePreservation cannot be read yet is tried again.
 const StatePreservationRetry = 5 * time.Second
@@ -386,7 +382,7 @@ func (t *Evictor) markThrottled(ctx context.Context, k pacing.Key, throttled boo
 		c.Message = "an eviction is due and waits: " + why
 	}
 	conditions.Set(b, c)
-	if err := writeConditions(ctx, t.Client, k.Kind, previous, b, EvictorFieldManager, workv1alpha1.ConditionEvictionThrottled); err != nil {
+	if err := writeCondition(ctx, t.Client, k.Kind, previous, b, EvictorFieldManager, workv1alpha1.ConditionEvictionThrottled); err != nil {
 		return fmt.Errorf("write EvictionThrottled of %s: %w", k, err)
 	}
 	return nil

@@ -25,6 +25,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/cluster-api/util/conditions"
@@ -176,7 +177,7 @@ func placementKey(b workv1alpha1.Binding) string {
 	return b.GetNamespace() + "/" + b.GetName()
 }
 
-func (r *Placer) reconcile(ctx context.Context, req reconcile.Request, b workv1alpha1.Binding) (_ reconcile.Result, reterr error) {
+func (r *Placer) reconcile(ctx context.Context, req reconcile.Request, b workv1alpha1.Binding) (res reconcile.Result, reterr error) {
 	if err := r.Client.Get(ctx, req.NamespacedName, b.(client.Object)); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			r.Scheduler.Forget(keyOf(req))
@@ -200,6 +201,12 @@ func (r *Placer) reconcile(ctx context.Context, req reconcile.Request, b workv1a
 	decided := false
 	defer func() {
 		if err := r.write(ctx, original, b); err != nil {
+			if apierrors.IsConflict(err) {
+				// Decided on a version someone changed meanwhile: decide
+				// again on the new one.
+				res, reterr = reconcile.Result{RequeueAfter: conflictRequeue}, nil
+				return
+			}
 			reterr = fmt.Errorf("write placement of %s: %w", placementKey(b), err)
 			return
 		}

@@ -51,7 +51,6 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -207,7 +206,7 @@ func indexMembers(obj client.Object) []string {
 
 // Reconcile renders one binding's Works, or removes them when the binding
 // is being deleted; the Rendered condition is written in one request.
-func (r *Renderer) Reconcile(ctx context.Context, kind string, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *Renderer) Reconcile(ctx context.Context, kind string, req ctrl.Request) (res ctrl.Result, reterr error) {
 	b := NewBinding(kind)
 	key := bindingKey{Kind: kind, ObjectKey: req.NamespacedName}
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
@@ -226,8 +225,10 @@ func (r *Renderer) Reconcile(ctx context.Context, kind string, req ctrl.Request)
 	was := renderedOf(b)
 	defer func() {
 		r.reportFailure(b, previous)
-		if err := r.writeStatus(ctx, kind, was, b); err != nil {
-			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("write the Rendered condition of %s %s: %w", kind, req.NamespacedName, err)})
+		if err := r.writeStatus(ctx, kind, was, b); apierrors.IsConflict(err) && reterr == nil {
+			res = ctrl.Result{RequeueAfter: conflictRequeue}
+		} else if err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("write the status of %s %s: %w", kind, req.NamespacedName, err)})
 		}
 	}()
 
@@ -296,7 +297,7 @@ func renderedOf(b workv1alpha1.Binding) renderedFields {
 // one request (applyStatus), and none when it did not change.
 func (r *Renderer) writeStatus(ctx context.Context, kind string, was renderedFields, b workv1alpha1.Binding) error {
 	now := renderedOf(b)
-	if equality.Semantic.DeepEqual(was, now) {
+	if apiequality.Semantic.DeepEqual(was, now) {
 		return nil
 	}
 	// A binding whose last finalizer went is gone: nothing to say on it.

@@ -30,7 +30,6 @@ package execution
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -41,7 +40,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -68,6 +66,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/memberwatch"
 	"github.com/flotilla-io/flotilla/controllers/metrics"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/statusapply"
 )
 
 // Defaults of the member isolation settings.
@@ -269,7 +268,7 @@ func (r *Reconciler) worksOfMember(ctx context.Context, o client.Object) []recon
 
 // Reconcile applies a Work to its member, or removes its objects from the
 // member when it is being deleted; its status is written in one request.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	memberName, ok := memberOf(req.Namespace)
 	if !ok {
 		return ctrl.Result{}, nil
@@ -318,7 +317,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	read := work.DeepCopy()
 	defer func() {
-		if err := r.write(ctx, read, work); err != nil {
+		if err := r.write(ctx, read, work); apierrors.IsConflict(err) && reterr == nil {
+			// The renderer changed the Work meanwhile: this outcome is of
+			// the version before; come back for the new one.
+			res = ctrl.Result{RequeueAfter: conflictRequeue}
+		} else if err != nil {
 			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("write Work %s: %w", req.NamespacedName, err)})
 		}
 	}()
@@ -491,6 +494,10 @@ func (r *Reconciler) unreachable(work *workv1alpha1.Work, err error) ctrl.Result
 	return ctrl.Result{RequeueAfter: retry}
 }
 
+// conflictRequeue is the retry after a status write refused for its
+// optimistic lock.
+const conflictRequeue = 100 * time.Millisecond
+
 // FieldManager is the field manager of the execution controller's writes of
 // a Work's status.
 const FieldManager = "flotilla-execution"
@@ -514,9 +521,9 @@ func appliedOf(w *workv1alpha1.Work) appliedFields {
 
 // write records a reconcile's outcome: a finalizer removed, with an
 // optimistic lock (a finalizer list is written whole); then the status, in
-// one server-side apply — CAPI's patch.Helper wrote the conditions and the
-// manifests' statuses in two requests, and the binding's aggregate phase
-// saw the Work half written between them.
+// one request (statusapply) — CAPI's patch.Helper wrote the conditions and
+// the manifests' statuses in two, and the binding's aggregate phase saw
+// the Work half written between them.
 func (r *Reconciler) write(ctx context.Context, before, work *workv1alpha1.Work) error {
 	if !slices.Equal(before.Finalizers, work.Finalizers) {
 		if err := r.Client.Patch(ctx, work, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -527,18 +534,6 @@ func (r *Reconciler) write(ctx context.Context, before, work *workv1alpha1.Work)
 	if equality.Semantic.DeepEqual(now, appliedOf(before)) {
 		return nil
 	}
-	raw, err := json.Marshal(now)
-	if err != nil {
-		return err
-	}
-	status := map[string]any{}
-	if err := json.Unmarshal(raw, &status); err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{"status": status}}
-	u.SetGroupVersionKind(workv1alpha1.GroupVersion.WithKind("Work"))
-	u.SetNamespace(work.Namespace)
-	u.SetName(work.Name)
 	// A Work whose last finalizer went is gone: nothing to report on it.
-	return client.IgnoreNotFound(r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership))
+	return client.IgnoreNotFound(statusapply.Apply(ctx, r.Client, workv1alpha1.GroupVersion.WithKind("Work"), client.ObjectKeyFromObject(work), work.ResourceVersion, FieldManager, now))
 }

@@ -26,8 +26,10 @@ const burstTemplates = 50
 // binding showing both members Ready (and 2 s more, for late writes), it
 // reads the hub apiserver's own request counters and reports, per
 // binding, the writes of bindings' status, of bindings themselves (spec,
-// metadata) and of Works' status. The hub's API server is the one place
-// every controller's writes meet: what it counts is what a burst costs.
+// metadata) and of Works' status, and the binding status writes refused for
+// a conflict (counted among the writes). The hub's API server is the one
+// place every controller's writes meet: what it counts is what a burst
+// costs.
 func BenchmarkHubWritesInABurst(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		ns := fmt.Sprintf("burst-%d-%d", time.Now().UnixNano()%100000, i)
@@ -86,6 +88,7 @@ spec:
 		per := func(key string) float64 { return (after[key] - before[key]) / burstTemplates }
 		b.ReportMetric(per("resourcebindings/status"), "binding-status-writes/binding")
 		b.ReportMetric(per("resourcebindings"), "binding-writes/binding")
+		b.ReportMetric(per("resourcebindings/status#conflict"), "binding-status-conflicts/binding")
 		b.ReportMetric(per("works/status"), "work-status-writes/binding")
 		b.ReportMetric(per("works"), "work-writes/binding")
 		b.ReportMetric(took.Seconds(), "s-to-all-ready")
@@ -110,8 +113,9 @@ func appliedOn(rb *workv1alpha1.ResourceBinding, n int) error {
 }
 
 // hubWrites reads the hub apiserver's apiserver_request_total and sums the
-// writes (PATCH, PUT, POST) of Flotilla's work group by resource and
-// subresource, e.g. "resourcebindings/status".
+// writes (PATCH, PUT, POST, APPLY) of Flotilla's work group by resource and
+// subresource, e.g. "resourcebindings/status", and those refused for a
+// conflict ("resourcebindings/status#conflict"), which are among them.
 func hubWrites() (map[string]float64, error) {
 	httpClient, err := rest.HTTPClientFor(hub.Config)
 	if err != nil {
@@ -157,6 +161,9 @@ func hubWrites() (map[string]float64, error) {
 			key += "/" + l["subresource"]
 		}
 		out[key] += n
+		if l["code"] == "409" {
+			out[key+"#conflict"] += n
+		}
 	}
 	return out, sc.Err()
 }
