@@ -38,27 +38,7 @@ func TestANewLeaderDoesNotHandOutCapacityThePreviousOneJustPlaced(t *testing.T) 
 
 	leader := func() context.CancelFunc {
 		t.Helper()
-		mgr, err := ctrl.NewManager(own.Config, ctrl.Options{
-			Scheme: own.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-			// The suite's scheduler and these two register their controllers under the same names.
-			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := &bindingcontroller.Placer{
-			Client:        mgr.GetClient(),
-			Scheduler:     scheduler.New(scheduler.WithLedger(assumed.New(30*time.Second).WithMaxHold(90*time.Second, nil))),
-			Recorder:      mgr.GetEventRecorder("flotilla-scheduler"),
-			RetryInterval: time.Second,
-		}
-		if err := r.SetupWithManager(mgr, controller.Options{}); err != nil {
-			t.Fatal(err)
-		}
-		lctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); _ = mgr.Start(lctx) }()
-		return func() { cancel(); <-done }
+		return startPlacer(t, own, nil)
 	}
 	create := func(name string) *workv1alpha1.ResourceBinding {
 		t.Helper()
@@ -163,4 +143,36 @@ func createOnOnly(t *testing.T, c client.Client, name string) *workv1alpha1.Reso
 		t.Fatal(err)
 	}
 	return b
+}
+
+// startPlacer runs a scheduler of its own against own, as a leader does,
+// until the returned stop is called; its client is the manager's, or what
+// wrap makes of it.
+func startPlacer(t *testing.T, own *testenv.Env, wrap func(client.Client) client.Client) (stop func()) {
+	t.Helper()
+	mgr, err := ctrl.NewManager(own.Config, ctrl.Options{
+		Scheme: own.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		// The suite's scheduler and these register their controllers under the same names.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mgr.GetClient()
+	if wrap != nil {
+		c = wrap(c)
+	}
+	r := &bindingcontroller.Placer{
+		Client:        c,
+		Scheduler:     scheduler.New(scheduler.WithLedger(assumed.New(30*time.Second).WithMaxHold(90*time.Second, nil))),
+		Recorder:      mgr.GetEventRecorder("flotilla-scheduler"),
+		RetryInterval: time.Second,
+	}
+	if err := r.SetupWithManager(mgr, controller.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(ctx) }()
+	return func() { cancel(); <-done }
 }

@@ -8,19 +8,12 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/cluster-api/util/conditions"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	bindingcontroller "github.com/flotilla-io/flotilla/controllers/binding"
-	"github.com/flotilla-io/flotilla/internal/scheduler"
-	"github.com/flotilla-io/flotilla/internal/scheduler/assumed"
 )
 
 // A leader can stop between any two of its requests. Whatever it had
@@ -34,10 +27,6 @@ func TestADecisionIsWrittenWholeOrNotAtAll(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	direct, err := client.NewWithWatch(own.Config, client.Options{Scheme: own.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var statusWrites atomic.Int32
 	stopped := errors.New("the leader stopped")
 	once := func() error {
@@ -46,46 +35,29 @@ func TestADecisionIsWrittenWholeOrNotAtAll(t *testing.T) {
 		}
 		return nil
 	}
-	c := interceptor.NewClient(direct, interceptor.Funcs{
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			if err := once(); err != nil {
-				return err
-			}
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			if err := once(); err != nil {
-				return err
-			}
-			return c.SubResource(sub).Update(ctx, obj, opts...)
-		},
-		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-			if err := once(); err != nil {
-				return err
-			}
-			return c.SubResource(sub).Apply(ctx, obj, opts...)
-		},
+	stop := startPlacer(t, own, func(c client.Client) client.Client {
+		return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+				if err := once(); err != nil {
+					return err
+				}
+				return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+			},
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				if err := once(); err != nil {
+					return err
+				}
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+			SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+				if err := once(); err != nil {
+					return err
+				}
+				return c.SubResource(sub).Apply(ctx, obj, opts...)
+			},
+		})
 	})
-
-	mgr, err := ctrl.NewManager(own.Config, ctrl.Options{
-		Scheme: own.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &bindingcontroller.Placer{
-		Client:        c,
-		Scheduler:     scheduler.New(scheduler.WithLedger(assumed.New(30 * time.Second))),
-		Recorder:      mgr.GetEventRecorder("flotilla-scheduler"),
-		RetryInterval: time.Second,
-	}
-	if err := r.SetupWithManager(mgr, controller.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer stop()
 
 	b := createOnOnly(t, own.Client, "whole")
 	got := &workv1alpha1.ResourceBinding{}
@@ -113,4 +85,11 @@ func TestADecisionIsWrittenWholeOrNotAtAll(t *testing.T) {
 			cond.Status, cond.Message, got.Generation, got.Status.LastScheduledTime, got.Status.SchedulerObservedGeneration, got.Status.SchedulingDecision != nil)
 	}
 	t.Logf("written whole in the first status write (%d tried in all): %s, lastScheduledTime %s", statusWrites.Load(), cond.Message, got.Status.LastScheduledTime)
+}
+
+// noWatch lets the interceptor wrap the manager's client, which has no Watch.
+type noWatch struct{ client.Client }
+
+func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("no watch here")
 }
