@@ -525,12 +525,14 @@ func appliedOf(w *workv1alpha1.Work) appliedFields {
 // the manifests' statuses in two, and the binding's aggregate phase saw
 // the Work half written between them.
 func (r *Reconciler) write(ctx context.Context, before, work *workv1alpha1.Work) error {
+	// Taken before the finalizer's patch, which answers with the stored
+	// status.
+	now := appliedOf(work)
 	if !slices.Equal(before.Finalizers, work.Finalizers) {
 		if err := r.Client.Patch(ctx, work, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return client.IgnoreNotFound(err)
 		}
 	}
-	now := appliedOf(work)
 	if equality.Semantic.DeepEqual(now, appliedOf(before)) {
 		return nil
 	}
