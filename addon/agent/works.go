@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"sigs.k8s.io/cluster-api/util/finalizers"
-	"sigs.k8s.io/cluster-api/util/patch"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -37,7 +36,11 @@ type workReconciler struct {
 	clock   clock.PassiveClock
 }
 
-func (r *workReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+// FieldManager is the field manager of the agent's writes of a Work's
+// status on the hub.
+const FieldManager = "flotilla-agent"
+
+func (r *workReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	w := &workv1alpha1.Work{}
 	if err := r.hub.Get(ctx, req.NamespacedName, w); err != nil {
 		if client.IgnoreNotFound(err) == nil {
@@ -63,15 +66,16 @@ func (r *workReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctr
 	} else if !controllerutil.ContainsFinalizer(w, workv1alpha1.ExecutionFinalizer) {
 		return ctrl.Result{}, nil // nothing of the agent's to remove
 	}
-	helper, err := patch.NewHelper(w, r.hub)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	read := w.DeepCopy()
 	defer func() {
 		// When the hub is down this fails and the Work is retried with
 		// backoff; what was applied stays, and is not applied again.
-		if err := helper.Patch(ctx, w, patch.WithOwnedConditions{Conditions: applier.OwnedConditions}); err != nil {
-			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("patch Work %s: %w", req.NamespacedName, err)})
+		if err := applier.WriteOutcome(ctx, r.hub, read, w, FieldManager); apierrors.IsConflict(err) && reterr == nil {
+			// The hub changed the Work meanwhile: this outcome is of the
+			// version before; come back for the new one.
+			res = ctrl.Result{RequeueAfter: applier.ConflictRequeue}
+		} else if err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("write Work %s: %w", req.NamespacedName, err)})
 		}
 	}()
 

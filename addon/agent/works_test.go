@@ -76,6 +76,12 @@ func newFixture(t *testing.T, mode clusterv1alpha1.SyncMode) *fixture {
 				}
 				return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 			},
+			SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+				if err := down(); err != nil {
+					return err
+				}
+				return c.SubResource(sub).Apply(ctx, obj, opts...)
+			},
 		}).Build()
 	f.member = fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).
 		WithRESTMapper(testrestmapper.TestOnlyStaticRESTMapper(clientgoscheme.Scheme)).WithInterceptorFuncs(interceptor.Funcs{

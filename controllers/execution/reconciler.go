@@ -32,12 +32,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -66,7 +64,6 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/memberwatch"
 	"github.com/flotilla-io/flotilla/controllers/metrics"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
-	"github.com/flotilla-io/flotilla/internal/statusapply"
 )
 
 // Defaults of the member isolation settings.
@@ -317,10 +314,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	read := work.DeepCopy()
 	defer func() {
-		if err := r.write(ctx, read, work); apierrors.IsConflict(err) && reterr == nil {
+		if err := applier.WriteOutcome(ctx, r.Client, read, work, FieldManager); apierrors.IsConflict(err) && reterr == nil {
 			// The renderer changed the Work meanwhile: this outcome is of
 			// the version before; come back for the new one.
-			res = ctrl.Result{RequeueAfter: conflictRequeue}
+			res = ctrl.Result{RequeueAfter: applier.ConflictRequeue}
 		} else if err != nil {
 			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("write Work %s: %w", req.NamespacedName, err)})
 		}
@@ -494,48 +491,7 @@ func (r *Reconciler) unreachable(work *workv1alpha1.Work, err error) ctrl.Result
 	return ctrl.Result{RequeueAfter: retry}
 }
 
-// conflictRequeue is the retry after a status write refused for its
-// optimistic lock.
-const conflictRequeue = 100 * time.Millisecond
-
 // FieldManager is the field manager of the execution controller's writes of
 // a Work's status.
 const FieldManager = "flotilla-execution"
 
-// appliedFields are the Work status fields the execution controller owns:
-// all of it, for a Push member's Work.
-type appliedFields struct {
-	Conditions       []metav1.Condition            `json:"conditions"`
-	ManifestStatuses []workv1alpha1.ManifestStatus `json:"manifestStatuses"`
-}
-
-func appliedOf(w *workv1alpha1.Work) appliedFields {
-	f := appliedFields{Conditions: []metav1.Condition{}, ManifestStatuses: append([]workv1alpha1.ManifestStatus{}, w.Status.ManifestStatuses...)}
-	for _, t := range applier.OwnedConditions {
-		if c := conditions.Get(w, t); c != nil {
-			f.Conditions = append(f.Conditions, *c)
-		}
-	}
-	return f
-}
-
-// write records a reconcile's outcome: a finalizer removed, with an
-// optimistic lock (a finalizer list is written whole); then the status, in
-// one request (statusapply) — CAPI's patch.Helper wrote the conditions and
-// the manifests' statuses in two, and the binding's aggregate phase saw
-// the Work half written between them.
-func (r *Reconciler) write(ctx context.Context, before, work *workv1alpha1.Work) error {
-	// Taken before the finalizer's patch, which answers with the stored
-	// status.
-	now := appliedOf(work)
-	if !slices.Equal(before.Finalizers, work.Finalizers) {
-		if err := r.Client.Patch(ctx, work, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-	}
-	if equality.Semantic.DeepEqual(now, appliedOf(before)) {
-		return nil
-	}
-	// A Work whose last finalizer went is gone: nothing to report on it.
-	return client.IgnoreNotFound(statusapply.Apply(ctx, r.Client, workv1alpha1.GroupVersion.WithKind("Work"), client.ObjectKeyFromObject(work), work.ResourceVersion, FieldManager, now))
-}

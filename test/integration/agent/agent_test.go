@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flotilla-io/flotilla/addon/agent"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
@@ -31,6 +32,14 @@ func TestAgentAppliesItsWorksReportsTheirStateAndRemovesWhatLeaves(t *testing.T)
 		}
 		return nil
 	})
+	// Its status is written in one request, a server-side apply as the
+	// agent's own field manager (applier.WriteOutcome), never the
+	// conditions in one write and the manifests' statuses in another.
+	for _, f := range w.ManagedFields {
+		if f.Subresource == "status" && (f.Manager != agent.FieldManager || f.Operation != metav1.ManagedFieldsOperationApply) {
+			t.Errorf("Work status written by %s/%s; want only %s/Apply", f.Manager, f.Operation, agent.FieldManager)
+		}
+	}
 	if !slices.Contains(w.Finalizers, workv1alpha1.ExecutionFinalizer) {
 		t.Errorf("Work finalizers %v, want %s: the agent removes what it applied before the Work goes", w.Finalizers, workv1alpha1.ExecutionFinalizer)
 	}
