@@ -494,4 +494,3 @@ func (r *Reconciler) unreachable(work *workv1alpha1.Work, err error) ctrl.Result
 // FieldManager is the field manager of the execution controller's writes of
 // a Work's status.
 const FieldManager = "flotilla-execution"
-

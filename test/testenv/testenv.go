@@ -23,13 +23,14 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
+	capiv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/webhooks"
-	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
-	capiv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 )
 
 // Env is a running apiserver with Flotilla's CRDs.

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"k8s.io/client-go/util/retry"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,6 +24,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/util/retry"
 
 	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
