@@ -58,6 +58,8 @@ func isReady(n *corev1.Node) bool {
 var _ = Describe("Capacity estimator", func() {
 	It("publishes a model whose fit equals a node-by-node fit over the member's real Nodes and Pods", func(ctx SpecContext) {
 		m := theFleet.Member("member3")
+		// The specs run in random order: this one may come before member3 is enrolled.
+		readyMember(ctx, m)
 		// Pods of uneven size fill the nodes unevenly.
 		for i, cpu := range []string{"700m", "1300m", "250m"} {
 			Expect(m.Client.Create(ctx, &corev1.Pod{
@@ -86,6 +88,7 @@ var _ = Describe("Capacity estimator", func() {
 			eventually(ctx, func(g Gomega) {
 				mc, err := memberOf(ctx, m)
 				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(mc).NotTo(BeNil(), "no MemberCluster for %s", m.Name())
 				g.Expect(mc.Status.CapacityModel).NotTo(BeNil())
 				pods := &corev1.PodList{}
 				g.Expect(m.Client.List(ctx, pods)).To(Succeed())
