@@ -293,6 +293,7 @@ func (s *sessions) manager(hubConfig *rest.Config) (manager.Manager, error) {
 	}
 	works := &workReconciler{
 		hub:    hub,
+		live:   mgr.GetAPIReader(),
 		member: cfg.Member,
 		applier: &applier.Applier{Works: hub, Members: s.member, Access: applier.Confined{},
 			Recorder: mgr.GetEventRecorder("flotilla-agent"), Options: cfg.Execution, Interpreter: s.interpreter},

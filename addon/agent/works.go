@@ -25,7 +25,10 @@ import (
 // back to the hub. It owns the execution finalizer of its member's Works.
 type workReconciler struct {
 	// hub reads Works from the agent's cache and writes them to the hub.
-	hub     client.Client
+	hub client.Client
+	// live reads the hub uncached: a status write refused because the
+	// cache lagged is written again at once (applier.WriteOutcome).
+	live    client.Reader
 	member  string
 	applier *applier.Applier
 	applied *applier.Applied
@@ -70,7 +73,7 @@ func (r *workReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 	defer func() {
 		// When the hub is down this fails and the Work is retried with
 		// backoff; what was applied stays, and is not applied again.
-		if err := applier.WriteOutcome(ctx, r.hub, read, w, FieldManager); apierrors.IsConflict(err) && reterr == nil {
+		if err := applier.WriteOutcome(ctx, r.hub, r.live, read, w, FieldManager); apierrors.IsConflict(err) && reterr == nil {
 			// The hub changed the Work meanwhile: this outcome is of the
 			// version before; come back for the new one.
 			res = ctrl.Result{RequeueAfter: applier.ConflictRequeue}

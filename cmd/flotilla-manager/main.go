@@ -71,6 +71,7 @@ type options struct {
 	retryPeriod            time.Duration
 	memberApplyTimeout     time.Duration
 	memberConcurrentWorks  int
+	concurrentWorkSyncs    int
 	memberWithdrawTimeout  time.Duration
 	watchMemberObjects     bool
 	kubeAPIQPS             float32
@@ -111,6 +112,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.watchMemberObjects, "watch-member-objects", true, "Watch the objects Works applied in Push-mode members (metadata only, Flotilla's own, per namespace) so that a binding's status follows its members at once; false refreshes status only by re-applying every --resync-unhealthy/--resync-healthy.")
 	fs.DurationVar(&o.execution.ResyncUnhealthy, "resync-unhealthy", 10*time.Second, "How soon a Work with an object not applied or not healthy is applied again when nothing wakes it earlier.")
 	fs.DurationVar(&o.execution.ResyncHealthy, "resync-healthy", 5*time.Minute, "How often a healthy Work is applied again (drift repair); with --watch-member-objects a change in the member is repaired at once.")
+	fs.IntVar(&o.concurrentWorkSyncs, "concurrent-work-syncs", propagation.DefaultWorkConcurrency, "How many Works are applied or refreshed at once over all Push-mode members (--member-concurrent-works bounds each member).")
 	fs.IntVar(&o.memberConcurrentWorks, "member-concurrent-works", execution.DefaultMaxInFlightPerMember, "How many Works of one Push-mode member are applied at once; the rest wait without holding a worker, so a slow member delays only its own Works.")
 
 	e := &o.enrolment
@@ -234,6 +236,9 @@ func run(opts *options) error {
 	if opts.schedulerWorkers < 1 {
 		return fmt.Errorf("--scheduler-workers must be at least 1, got %d", opts.schedulerWorkers)
 	}
+	if opts.concurrentWorkSyncs < 1 {
+		return fmt.Errorf("--concurrent-work-syncs must be at least 1, got %d", opts.concurrentWorkSyncs)
+	}
 	if opts.memberConcurrentWorks < 1 {
 		return fmt.Errorf("--member-concurrent-works must be at least 1, got %d", opts.memberConcurrentWorks)
 	}
@@ -306,7 +311,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	access := &enrolment.Access{Reader: mgr.GetAPIReader()}
 	if err := propagation.SetupWithManager(ctx, mgr, propagation.Options{
 		MemberClients: members, MemberAccess: access, MemberHealth: health, Quota: quotas,
-		MemberTimeout: opts.memberApplyTimeout, MaxInFlightPerMember: opts.memberConcurrentWorks, WithdrawTimeout: opts.memberWithdrawTimeout,
+		MemberTimeout: opts.memberApplyTimeout, MaxInFlightPerMember: opts.memberConcurrentWorks, WorkConcurrency: opts.concurrentWorkSyncs, WithdrawTimeout: opts.memberWithdrawTimeout,
 		Removals: &opts.removals, Execution: opts.execution, MemberWatches: watches,
 	}); err != nil {
 		return fmt.Errorf("set up propagation: %w", err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -44,9 +45,16 @@ func outcomeOf(w *workv1alpha1.Work) outcomeFields {
 // wrote the conditions and the manifests' statuses in two requests, and the
 // binding's aggregate phase saw the Work half written between them. Both
 // sides use it: the hub's execution controller for Push members and the
-// agent for its Pull member. A conflict (apierrors.IsConflict) means the
-// Work changed since it was read: retry after ConflictRequeue.
-func WriteOutcome(ctx context.Context, c client.Client, before, work *workv1alpha1.Work, manager string) error {
+// agent for its Pull member.
+//
+// The status write is locked on the version the Work was read at. Refused,
+// and live (an uncached reader; nil skips this) shows the Work's spec
+// unchanged, the refusal was the cache lagging behind the Work's last
+// write — most often this writer's own previous status — and the outcome
+// stands: it is written again at once on the live version, rather than
+// after the cache catches up. A conflict left (apierrors.IsConflict) means
+// the spec changed: retry after ConflictRequeue.
+func WriteOutcome(ctx context.Context, c client.Client, live client.Reader, before, work *workv1alpha1.Work, manager string) error {
 	// Taken before the finalizer's patch, which answers with the stored
 	// status.
 	now := outcomeOf(work)
@@ -58,6 +66,19 @@ func WriteOutcome(ctx context.Context, c client.Client, before, work *workv1alph
 	if equality.Semantic.DeepEqual(now, outcomeOf(before)) {
 		return nil
 	}
+	write := func(resourceVersion string) error {
+		return statusapply.Apply(ctx, c, workv1alpha1.GroupVersion.WithKind("Work"), client.ObjectKeyFromObject(work), resourceVersion, manager, now)
+	}
+	err := write(work.ResourceVersion)
+	if apierrors.IsConflict(err) && live != nil {
+		stored := &workv1alpha1.Work{}
+		if getErr := live.Get(ctx, client.ObjectKeyFromObject(work), stored); getErr != nil {
+			return client.IgnoreNotFound(getErr)
+		}
+		if stored.Generation == work.Generation && stored.DeletionTimestamp.IsZero() == work.DeletionTimestamp.IsZero() {
+			err = write(stored.ResourceVersion)
+		}
+	}
 	// A Work whose last finalizer went is gone: nothing to report on it.
-	return client.IgnoreNotFound(statusapply.Apply(ctx, c, workv1alpha1.GroupVersion.WithKind("Work"), client.ObjectKeyFromObject(work), work.ResourceVersion, manager, now))
+	return client.IgnoreNotFound(err)
 }

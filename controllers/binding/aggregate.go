@@ -60,7 +60,8 @@ const ApplyFailedReason = "ApplyFailed"
 type Aggregator struct {
 	Client   client.Client
 	Recorder events.EventRecorder
-	// APIReader reads templates of kinds the hub does not cache.
+	// APIReader reads templates of kinds the hub does not cache, and a
+	// binding whose status write the cache's lag had refused.
 	APIReader client.Reader
 	// Interpreter aggregates customized kinds' status into their
 	// templates; nil aggregates into bindings only.
@@ -126,21 +127,40 @@ func (r *Aggregator) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 	return nil
 }
 
-// Reconcile aggregates one binding's Works into its status, in one patch.
-func (r *Aggregator) Reconcile(ctx context.Context, kind string, req ctrl.Request) (_ ctrl.Result, reterr error) {
+// Reconcile aggregates one binding's Works into its status, in one write.
+// The write is locked on the binding's version read from the cache; refused,
+// most often because the cache had not seen the binding's last write yet
+// (this phase's own, as members report one after another), the binding is
+// read live and aggregated again at once rather than after the cache
+// catches up: its previous status is an input (health transition times).
+func (r *Aggregator) Reconcile(ctx context.Context, kind string, req ctrl.Request) (ctrl.Result, error) {
+	err := r.aggregate(ctx, kind, req, r.Client)
+	if apierrors.IsConflict(err) && r.APIReader != nil {
+		err = r.aggregate(ctx, kind, req, r.APIReader)
+	}
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+// aggregate reads the binding from reader, its Works from the cache, and
+// writes the binding's aggregated status; a refused write is returned as
+// the conflict it is.
+func (r *Aggregator) aggregate(ctx context.Context, kind string, req ctrl.Request, reader client.Reader) error {
 	b := NewBinding(kind)
-	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if err := reader.Get(ctx, req.NamespacedName, b); err != nil {
+		return client.IgnoreNotFound(err)
 	}
 	if !b.GetDeletionTimestamp().IsZero() {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	before := b.DeepCopyObject().(workv1alpha1.Binding)
 	previous := conditions.Get(b, workv1alpha1.ConditionFullyApplied).DeepCopy() // Get points into the list Set changes
 
 	works := &workv1alpha1.WorkList{}
 	if err := r.Client.List(ctx, works, client.MatchingLabels{workv1alpha1.BindingPermanentIDLabel: string(b.GetUID())}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list the Works of %s %s: %w", kind, req.NamespacedName, err)
+		return fmt.Errorf("list the Works of %s %s: %w", kind, req.NamespacedName, err)
 	}
 	a := Aggregate(b.BindingSpec(), works.Items)
 	status := b.BindingStatus()
@@ -151,16 +171,17 @@ func (r *Aggregator) Reconcile(ctx context.Context, kind string, req ctrl.Reques
 	a.Condition.ObservedGeneration = b.GetGeneration()
 	conditions.Set(b, a.Condition)
 
+	templateErr := r.aggregateIntoTemplate(ctx, b, a.Items)
+	if err := r.writeStatus(ctx, kind, before, b); apierrors.IsConflict(err) {
+		return err
+	} else if err != nil {
+		return kerrors.NewAggregate([]error{templateErr, fmt.Errorf("write the status of %s %s: %w", kind, req.NamespacedName, err)})
+	}
+	// Told once written: a write refused and made again must not tell twice.
 	if a.Failed && (previous == nil || previous.Message != a.Condition.Message) {
 		r.Recorder.Eventf(TemplateRef(b), b, corev1.EventTypeWarning, ApplyFailedReason, "Apply", "%s", a.Condition.Message)
 	}
-	templateErr := r.aggregateIntoTemplate(ctx, b, a.Items)
-	if err := r.writeStatus(ctx, kind, before, b); apierrors.IsConflict(err) {
-		return ctrl.Result{RequeueAfter: conflictRequeue}, templateErr
-	} else if err != nil {
-		return ctrl.Result{}, kerrors.NewAggregate([]error{templateErr, fmt.Errorf("write the status of %s %s: %w", kind, req.NamespacedName, err)})
-	}
-	return ctrl.Result{}, templateErr
+	return templateErr
 }
 
 // AggregatorFieldManager is the field manager of the aggregate phase's

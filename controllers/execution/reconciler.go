@@ -107,7 +107,11 @@ const (
 
 // Reconciler applies Works to Push-mode members.
 type Reconciler struct {
-	Client        client.Client
+	Client client.Client
+	// APIReader reads the hub uncached: a Work status write refused only
+	// because the cache lagged is written again at once
+	// (applier.WriteOutcome). Nil waits for the cache instead.
+	APIReader     client.Reader
 	MemberClients MemberClients
 	// Access, when set, extends the member identity's rights (namespaces,
 	// cluster-scoped kinds) before a Work is applied.
@@ -314,7 +318,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	read := work.DeepCopy()
 	defer func() {
-		if err := applier.WriteOutcome(ctx, r.Client, read, work, FieldManager); apierrors.IsConflict(err) && reterr == nil {
+		if err := applier.WriteOutcome(ctx, r.Client, r.APIReader, read, work, FieldManager); apierrors.IsConflict(err) && reterr == nil {
 			// The renderer changed the Work meanwhile: this outcome is of
 			// the version before; come back for the new one.
 			res = ctrl.Result{RequeueAfter: applier.ConflictRequeue}

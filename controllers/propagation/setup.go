@@ -62,9 +62,13 @@ type Options struct {
 	// WithdrawTimeout bounds how long a deleted Work waits for its
 	// unreachable member; 0 means execution's default.
 	WithdrawTimeout time.Duration
-	// Concurrency is how many templates, bindings and Works each controller
+	// Concurrency is how many templates and bindings each controller
 	// reconciles at once; 0 means DefaultConcurrency.
 	Concurrency int
+	// WorkConcurrency is how many Works the execution controller handles at
+	// once, over all Push-mode members (MaxInFlightPerMember bounds each);
+	// 0 means DefaultWorkConcurrency.
+	WorkConcurrency int
 	// Quota, when set, is the quota tracker the binding controller checks
 	// and charges each ResourceBinding's rendered Works with (the one the
 	// scheduler asks), retrying refused bindings when quota frees.
@@ -78,6 +82,13 @@ type Options struct {
 // one worker per controller would serialise the fleet.
 const DefaultConcurrency = 4
 
+// DefaultWorkConcurrency: a Work's handling is mostly waiting on its
+// member's apiserver and the hub's, and each change of an object in a
+// member (watched) is a handling; with 4 workers for all members, a burst of
+// 100 Deployments over 3 members waited 2.6 s (p50) between a member having
+// its part Ready and the Work saying so (BenchmarkPropagationLatency).
+const DefaultWorkConcurrency = 16
+
 // SetupWithManager registers every controller of the pipeline.
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.MemberClients == nil {
@@ -85,6 +96,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.WorkConcurrency <= 0 {
+		opts.WorkConcurrency = DefaultWorkConcurrency
 	}
 	options := controller.Options{MaxConcurrentReconciles: opts.Concurrency}
 	c := mgr.GetClient()
@@ -140,10 +154,10 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		watcher = &memberwatch.Watcher{Connections: opts.MemberWatches, Log: mgr.GetLogger().WithName("memberwatch")}
 	}
 	if err := (&execution.Reconciler{
-		Client: c, MemberClients: opts.MemberClients, Access: opts.MemberAccess, Recorder: mgr.GetEventRecorder("flotilla-execution"),
+		Client: c, APIReader: mgr.GetAPIReader(), MemberClients: opts.MemberClients, Access: opts.MemberAccess, Recorder: mgr.GetEventRecorder("flotilla-execution"),
 		Options: opts.Execution, Health: opts.MemberHealth, MaxInFlightPerMember: opts.MaxInFlightPerMember, MemberTimeout: opts.MemberTimeout,
 		WithdrawTimeout: opts.WithdrawTimeout, Watcher: watcher, Interpreter: interp,
-	}).SetupWithManager(mgr, options); err != nil {
+	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: opts.WorkConcurrency}); err != nil {
 		return fmt.Errorf("execution controller: %w", err)
 	}
 	if err := (&binding.Aggregator{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-status"), Interpreter: interp}).
