@@ -84,6 +84,11 @@ func BenchmarkPropagationLatency(b *testing.B) {
 		} else {
 			fmt.Fprintln(os.Stderr, "  no controller times:", err)
 		}
+		if times, err := hubRequestTimes(ctx, f); err == nil {
+			fmt.Fprintln(os.Stderr, "  "+times)
+		} else {
+			fmt.Fprintln(os.Stderr, "  no hub request times:", err)
+		}
 	}
 }
 

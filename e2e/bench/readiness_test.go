@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	appsv1 "k8s.io/api/apps/v1"
@@ -186,24 +187,70 @@ func quantileMs(d []time.Duration, q float64) float64 {
 	return float64(s[int(q*float64(len(s)-1))].Milliseconds())
 }
 
+// hubRequestTimes reads, from the hub apiserver's metrics, the count and
+// mean duration of its write requests to the status of bindings and Works.
+func hubRequestTimes(ctx context.Context, f *fleet.Fleet) (string, error) {
+	families, err := scrapeFamilies(ctx, strings.TrimSuffix(f.Hub.Server(), "/")+"/metrics", f.Hub.RESTConfig().BearerToken)
+	if err != nil {
+		return "", err
+	}
+	type total struct {
+		n   uint64
+		sum float64
+	}
+	times := map[string]*total{}
+	var keys []string
+	for _, m := range families["apiserver_request_duration_seconds"].GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		if l["subresource"] != "status" || (l["resource"] != "resourcebindings" && l["resource"] != "works") ||
+			(l["verb"] != "APPLY" && l["verb"] != "PATCH" && l["verb"] != "UPDATE") {
+			continue
+		}
+		key := l["verb"] + " " + l["resource"] + "/status"
+		if times[key] == nil {
+			times[key] = &total{}
+			keys = append(keys, key)
+		}
+		times[key].n += m.GetHistogram().GetSampleCount()
+		times[key].sum += m.GetHistogram().GetSampleSum()
+	}
+	sort.Strings(keys)
+	var out []string
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%s: %d, mean %.0f ms", k, times[k].n, 1000*times[k].sum/float64(times[k].n)))
+	}
+	return "hub " + strings.Join(out, "; "), nil
+}
+
+// scrapeFamilies GETs a Prometheus endpoint with a bearer token.
+func scrapeFamilies(ctx context.Context, url, token string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	// Both endpoints are served on loopback with certificates of the fleet's own.
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback scrape
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(resp.Body)
+}
+
 // controllerTimes reads, from the manager's metrics endpoint, each named
 // controller's reconciles, their mean wait in the work queue and their mean
 // duration: where a burst's lag goes.
 func controllerTimes(ctx context.Context, f *fleet.Fleet, names ...string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.Hub.MetricsURL(), nil)
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Authorization", "Bearer "+f.Hub.RESTConfig().BearerToken)
-	// The endpoint's certificate is self-signed by the manager.
-	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback scrape
-	resp, err := c.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	families, err := scrapeFamilies(ctx, f.Hub.MetricsURL(), f.Hub.RESTConfig().BearerToken)
 	if err != nil {
 		return "", err
 	}
