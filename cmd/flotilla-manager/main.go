@@ -57,6 +57,7 @@ type options struct {
 	metricsAddr            string
 	metricsSecure          bool
 	healthAddr             string
+	profilerAddr           string
 	webhookPort            int
 	webhookCertDir         string
 	enableWebhooks         bool
@@ -88,6 +89,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address the metrics endpoint binds to; 0 disables it.")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS to authenticated and authorised clients only (a bearer token allowed to get the non-resource URL /metrics); false serves plain HTTP to anyone who reaches the port.")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":9440", "Address the /healthz and /readyz endpoints bind to.")
+	fs.StringVar(&o.profilerAddr, "profiler-address", "", "Address Go's pprof endpoints bind to (e.g. localhost:6060), as Cluster API's managers; empty: none.")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs/", "Directory holding tls.crt and tls.key of the webhook server.")
 	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks.")
@@ -246,6 +248,7 @@ func run(opts *options) error {
 		Scheme:                  scheme,
 		Metrics:                 metricsOptions(opts),
 		HealthProbeBindAddress:  opts.healthAddr,
+		PprofBindAddress:        opts.profilerAddr,
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        "flotilla-manager",
 		LeaderElectionNamespace: opts.leaderElectNamespace,
