@@ -56,6 +56,11 @@ type Access struct {
 
 	mu      sync.Mutex
 	granted map[string]*grants
+	// writing serialises the grants of each member: two Works of a new
+	// namespace would both create its RoleBinding (the second refused as
+	// already existing), and two grants of cluster-scoped kinds both read
+	// and write the one granted ClusterRole, the second over the first.
+	writing map[string]*sync.Mutex
 }
 
 // grants are what a member's identity is known to hold.
@@ -75,18 +80,13 @@ func (a *Access) Grant(ctx context.Context, member string, w *workv1alpha1.Work,
 	if err != nil {
 		return err
 	}
-	var namespaces []string
-	var resources []schema.GroupResource
-	for _, ns := range allowed.Namespaces {
-		if !a.holds(member, ns, schema.GroupResource{}) {
-			namespaces = append(namespaces, ns)
-		}
+	if namespaces, resources := a.missing(member, allowed); len(namespaces) == 0 && len(resources) == 0 {
+		return nil
 	}
-	for _, r := range allowed.Resources {
-		if !a.holds(member, "", r) {
-			resources = append(resources, r)
-		}
-	}
+	unlock := a.lockMember(member)
+	defer unlock()
+	// Again: another Work of the member may have been granted it meanwhile.
+	namespaces, resources := a.missing(member, allowed)
 	if len(namespaces) == 0 && len(resources) == 0 {
 		return nil
 	}
@@ -121,6 +121,37 @@ func (a *Access) Grant(ctx context.Context, member string, w *workv1alpha1.Work,
 		}
 	}
 	return nil
+}
+
+// missing is what of allowed member's identity is not known to hold.
+func (a *Access) missing(member string, allowed applier.Grant) (namespaces []string, resources []schema.GroupResource) {
+	for _, ns := range allowed.Namespaces {
+		if !a.holds(member, ns, schema.GroupResource{}) {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	for _, r := range allowed.Resources {
+		if !a.holds(member, "", r) {
+			resources = append(resources, r)
+		}
+	}
+	return namespaces, resources
+}
+
+// lockMember takes member's grant lock and returns its release.
+func (a *Access) lockMember(member string) func() {
+	a.mu.Lock()
+	if a.writing == nil {
+		a.writing = map[string]*sync.Mutex{}
+	}
+	l := a.writing[member]
+	if l == nil {
+		l = &sync.Mutex{}
+		a.writing[member] = l
+	}
+	a.mu.Unlock()
+	l.Lock()
+	return l.Unlock
 }
 
 // Forget drops what is known of member's grants (identity re-created,

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -255,7 +256,18 @@ func applyGuard(ctx context.Context, c client.Client, id memberIdentity, granted
 
 // writeObject creates want in the member or brings the existing object's
 // labels and content (rules, subjects, spec) in line with it.
+// Another writer between the read and the write (a member admin, the
+// agent's rights) makes it read and write again.
 func writeObject(ctx context.Context, c client.Client, want client.Object) error {
+	raced := func(err error) bool { return apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) }
+	err := retry.OnError(retry.DefaultRetry, raced, func() error { return createOrUpdate(ctx, c, want) })
+	if err != nil {
+		return fmt.Errorf("write %T %s: %w", want, client.ObjectKeyFromObject(want), err)
+	}
+	return nil
+}
+
+func createOrUpdate(ctx context.Context, c client.Client, want client.Object) error {
 	got := want.DeepCopyObject().(client.Object)
 	_, err := controllerutil.CreateOrUpdate(ctx, c, got, func() error {
 		got.SetLabels(want.GetLabels())
@@ -277,10 +289,7 @@ func writeObject(ctx context.Context, c client.Client, want client.Object) error
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("write %T %s: %w", want, client.ObjectKeyFromObject(want), err)
-	}
-	return nil
+	return err
 }
 
 // ensureTokenSecret keeps a kubernetes.io/service-account-token Secret for sa

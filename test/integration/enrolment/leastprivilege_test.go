@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -317,5 +318,68 @@ func webhook(name string) *admissionregistrationv1.ValidatingWebhookConfiguratio
 			Rules: []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll},
 				Rule: admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"}}}},
 		}},
+	}
+}
+
+// Works of one member applied at once, as the execution controller's
+// workers do: eight of a namespace new to the member (each would create its
+// RoleBinding) and four ClusterResourceBinding Works of four cluster-scoped
+// kinds (each adds its kind to the one granted ClusterRole). Every one is
+// applied at its first try, and the ClusterRole holds the four kinds.
+func TestConcurrentGrantsOfOneMemberLoseNothing(t *testing.T) {
+	createCluster(t, "enrol-concurrent", "concurrent", clusterOpts{labels: enrolled})
+	waitEnrolled(t, "concurrent")
+	a := pushApplier()
+	// The first grant waits for the identity's admission policy to be in force.
+	applyUntilApplied(t, "concurrent", pushWork(t, "concurrent", "first", "ResourceBinding",
+		map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"namespace": "warm-up", "name": "first"}}))
+
+	var works []*workv1alpha1.Work
+	for i := range 8 {
+		works = append(works, pushWork(t, "concurrent", fmt.Sprintf("cm-%d", i), "ResourceBinding",
+			map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"namespace": "shared-new", "name": fmt.Sprintf("cm-%d", i)}}))
+	}
+	clusterScoped := []map[string]any{
+		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": "concurrent-reader"}},
+		{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": map[string]any{"name": "concurrent-high"}, "value": 1000},
+		{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": map[string]any{"name": "concurrent-fast"}, "provisioner": "example.com/fast"},
+		{"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass", "metadata": map[string]any{"name": "concurrent-edge"}, "spec": map[string]any{"controller": "example.com/edge"}},
+	}
+	for i, o := range clusterScoped {
+		works = append(works, pushWork(t, "concurrent", fmt.Sprintf("cluster-%d", i), "ClusterResourceBinding", o))
+	}
+	errs := make([]error, len(works))
+	var wg sync.WaitGroup
+	for i, w := range works {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := a.Apply(ctx(), "concurrent", w); err != nil {
+				errs[i] = err
+			} else if !conditions.IsTrue(w, workv1alpha1.WorkApplied) {
+				errs[i] = fmt.Errorf("Applied: %s", conditions.GetMessage(w, workv1alpha1.WorkApplied))
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Work %s at its first try: %v", works[i].Name, err)
+		}
+	}
+	granted := &rbacv1.ClusterRole{}
+	if err := memberAdmin.Get(ctx(), client.ObjectKey{Name: "flotilla-hub-granted"}, granted); err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]bool{}
+	for _, r := range granted.Rules {
+		for _, res := range r.Resources {
+			held[res] = true
+		}
+	}
+	for _, want := range []string{"clusterroles", "priorityclasses", "storageclasses", "ingressclasses"} {
+		if !held[want] {
+			t.Errorf("granted ClusterRole lacks %s: %+v", want, granted.Rules)
+		}
 	}
 }
