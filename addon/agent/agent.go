@@ -60,6 +60,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/applier"
 	"github.com/flotilla-io/flotilla/controllers/customization"
 	"github.com/flotilla-io/flotilla/controllers/memberwatch"
+	"github.com/flotilla-io/flotilla/controllers/pacing"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/interpreter/luavm"
 )
@@ -293,7 +294,6 @@ func (s *sessions) manager(hubConfig *rest.Config) (manager.Manager, error) {
 	}
 	works := &workReconciler{
 		hub:    hub,
-		live:   mgr.GetAPIReader(),
 		member: cfg.Member,
 		applier: &applier.Applier{Works: hub, Members: s.member, Access: applier.Confined{},
 			Recorder: mgr.GetEventRecorder("flotilla-agent"), Options: cfg.Execution, Interpreter: s.interpreter},
@@ -301,6 +301,7 @@ func (s *sessions) manager(hubConfig *rest.Config) (manager.Manager, error) {
 		watcher: s.watcher,
 		mode:    &syncModeGate{hub: hub, member: cfg.Member, ttl: cfg.StatusPeriod, clock: cfg.Clock},
 		clock:   cfg.Clock,
+		reports: &pacing.Reports{Interval: cfg.Execution.ProgressInterval},
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("agent-works").

@@ -6,7 +6,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +17,7 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/applier"
 	"github.com/flotilla-io/flotilla/controllers/memberwatch"
+	"github.com/flotilla-io/flotilla/controllers/pacing"
 )
 
 // workReconciler applies the Works of the agent's execution namespace to
@@ -25,10 +25,7 @@ import (
 // back to the hub. It owns the execution finalizer of its member's Works.
 type workReconciler struct {
 	// hub reads Works from the agent's cache and writes them to the hub.
-	hub client.Client
-	// live reads the hub uncached: a status write refused because the
-	// cache lagged is written again at once (applier.WriteOutcome).
-	live    client.Reader
+	hub     client.Client
 	member  string
 	applier *applier.Applier
 	applied *applier.Applied
@@ -37,6 +34,9 @@ type workReconciler struct {
 	watcher *memberwatch.Watcher
 	mode    *syncModeGate
 	clock   clock.PassiveClock
+	// reports paces status writes that only move progress, as the hub's
+	// execution controller does.
+	reports *pacing.Reports
 }
 
 // FieldManager is the field manager of the agent's writes of a Work's
@@ -73,13 +73,10 @@ func (r *workReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 	defer func() {
 		// When the hub is down this fails and the Work is retried with
 		// backoff; what was applied stays, and is not applied again.
-		if err := applier.WriteOutcome(ctx, r.hub, r.live, read, w, FieldManager); apierrors.IsConflict(err) && reterr == nil {
-			// The hub changed the Work meanwhile: this outcome is of the
-			// version before; come back for the new one.
-			res = ctrl.Result{RequeueAfter: applier.ConflictRequeue}
-		} else if err != nil {
-			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("write Work %s: %w", req.NamespacedName, err)})
-		}
+		// Refused because the hub changed the Work meanwhile, this outcome
+		// was of the version before: it comes back for the new one.
+		wait, err := applier.WriteOutcome(ctx, r.hub, read, w, FieldManager, r.reports)
+		res, reterr = applier.AfterOutcome(req.NamespacedName, res, reterr, wait, err)
 	}()
 
 	if !w.DeletionTimestamp.IsZero() {

@@ -19,6 +19,7 @@ import (
 	"github.com/flotilla-io/flotilla/addon/agent"
 	"github.com/flotilla-io/flotilla/addon/agent/credentials"
 	agentmanifests "github.com/flotilla-io/flotilla/addon/agent/manifests"
+	"github.com/flotilla-io/flotilla/controllers/pacing"
 )
 
 func main() {
@@ -32,6 +33,7 @@ func main() {
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the member; in-cluster configuration (the Pod's ServiceAccount) when empty.")
 	fs.DurationVar(&cfg.Execution.ResyncUnhealthy, "resync-unhealthy", 10*time.Second, "How soon a Work with an object not applied or not healthy is looked at again.")
 	fs.DurationVar(&cfg.Execution.ResyncHealthy, "resync-healthy", 60*time.Second, "How soon a healthy Work is looked at again; an unchanged Work is applied again (drift repair) this often.")
+	fs.DurationVar(&cfg.Execution.ProgressInterval, "status-progress-interval", pacing.DefaultProgressInterval, "The least time between two writes of a Work's status on the hub that only move progress (replica counts, messages) while nothing changes state; a change of state (applied or not, health, a condition) is written at once. 0 writes every change at once.")
 	fs.DurationVar(&cfg.StatusPeriod, "status-update-period", 10*time.Second, "How often the member's version, API enablements and capacity model are read and, when changed, written to its MemberCluster.")
 	fs.DurationVar(&cfg.Heartbeat, "heartbeat-period", 30*time.Second, "Refresh the MemberCluster's lastHeartbeatTime at least this often.")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 4, "How many Works are applied at once.")
@@ -51,6 +53,9 @@ func main() {
 func run(cfg agent.Config, kubeconfig, hubKubeconfig string, credentialsPoll time.Duration) error {
 	if cfg.Member == "" {
 		return fmt.Errorf("--member is required")
+	}
+	if cfg.Execution.ProgressInterval < 0 {
+		return fmt.Errorf("--status-progress-interval must not be negative (0 writes every change at once), got %s", cfg.Execution.ProgressInterval)
 	}
 	memberConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {

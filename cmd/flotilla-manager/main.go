@@ -40,6 +40,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/failover"
 	"github.com/flotilla-io/flotilla/controllers/memberclient"
 	"github.com/flotilla-io/flotilla/controllers/memberwatch"
+	"github.com/flotilla-io/flotilla/controllers/pacing"
 	"github.com/flotilla-io/flotilla/controllers/propagation"
 	quotacontroller "github.com/flotilla-io/flotilla/controllers/quota"
 	"github.com/flotilla-io/flotilla/internal/quota/tracker"
@@ -114,6 +115,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.watchMemberObjects, "watch-member-objects", true, "Watch the objects Works applied in Push-mode members (metadata only, Flotilla's own, per namespace) so that a binding's status follows its members at once; false refreshes status only by re-applying every --resync-unhealthy/--resync-healthy.")
 	fs.DurationVar(&o.execution.ResyncUnhealthy, "resync-unhealthy", 10*time.Second, "How soon a Work with an object not applied or not healthy is applied again when nothing wakes it earlier.")
 	fs.DurationVar(&o.execution.ResyncHealthy, "resync-healthy", 5*time.Minute, "How often a healthy Work is applied again (drift repair); with --watch-member-objects a change in the member is repaired at once.")
+	fs.DurationVar(&o.execution.ProgressInterval, "status-progress-interval", pacing.DefaultProgressInterval, "The least time between two writes of a Work's or a binding's status on the hub that only move progress (replica counts, messages) while nothing changes state; a change of state (applied or not, health, a condition) is written at once, with the progress so far. 0 writes every change at once.")
 	fs.IntVar(&o.concurrentWorkSyncs, "concurrent-work-syncs", propagation.DefaultWorkConcurrency, "How many Works are applied or refreshed at once over all Push-mode members (--member-concurrent-works bounds each member).")
 	fs.IntVar(&o.memberConcurrentWorks, "member-concurrent-works", execution.DefaultMaxInFlightPerMember, "How many Works of one Push-mode member are applied at once; the rest wait without holding a worker, so a slow member delays only its own Works.")
 
@@ -243,6 +245,9 @@ func run(opts *options) error {
 	}
 	if opts.memberConcurrentWorks < 1 {
 		return fmt.Errorf("--member-concurrent-works must be at least 1, got %d", opts.memberConcurrentWorks)
+	}
+	if opts.execution.ProgressInterval < 0 {
+		return fmt.Errorf("--status-progress-interval must not be negative (0 writes every change at once), got %s", opts.execution.ProgressInterval)
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,

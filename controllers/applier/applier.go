@@ -97,6 +97,12 @@ type Options struct {
 	// ResyncHealthy is how soon a Work whose objects are all healthy is
 	// applied again, to repair drift and refresh status. Default 60s.
 	ResyncHealthy time.Duration
+	// ProgressInterval is the least time between two writes of a Work's
+	// status (and its binding's) that only move progress while nothing
+	// changes state (pacing.Reports); 0 writes every change at once. Not
+	// defaulted: the binaries' flags default it to
+	// pacing.DefaultProgressInterval.
+	ProgressInterval time.Duration
 }
 
 // Default fills the zero values.

@@ -2,23 +2,27 @@ package applier
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/pacing"
 	"github.com/flotilla-io/flotilla/internal/statusapply"
 )
 
-// ConflictRequeue is the retry after a write of a Work refused for its
-// optimistic lock: the hub changed the Work meanwhile, and the outcome was
-// of the version before.
+// ConflictRequeue is the retry after a finalizer write of a Work refused
+// for its optimistic lock: the hub changed the Work meanwhile.
 const ConflictRequeue = 100 * time.Millisecond
 
 // outcomeFields are the Work status fields the side that applies a Work
@@ -38,6 +42,33 @@ func outcomeOf(w *workv1alpha1.Work) outcomeFields {
 	return f
 }
 
+// onlyProgress reports whether now differs from was only in what moves
+// while no state changes: the reported status and message of manifests
+// applied before and after with the same health, and the message of an
+// Available condition that stays False (it lists the objects not healthy
+// yet and why: counts). A condition's status, reason or generation, a
+// manifest's health or application, an error's message are states.
+func onlyProgress(was, now outcomeFields) bool {
+	strip := func(f outcomeFields) outcomeFields {
+		out := outcomeFields{Conditions: make([]metav1.Condition, 0, len(f.Conditions)),
+			ManifestStatuses: make([]workv1alpha1.ManifestStatus, 0, len(f.ManifestStatuses))}
+		for _, c := range f.Conditions {
+			if c.Type == workv1alpha1.WorkAvailable && c.Status == metav1.ConditionFalse {
+				c.Message = ""
+			}
+			out.Conditions = append(out.Conditions, c)
+		}
+		for _, m := range f.ManifestStatuses {
+			if m.Applied {
+				m.Status, m.Message = nil, ""
+			}
+			out.ManifestStatuses = append(out.ManifestStatuses, m)
+		}
+		return out
+	}
+	return equality.Semantic.DeepEqual(strip(was), strip(now))
+}
+
 // WriteOutcome records on the hub what applying work changed since before
 // (the Work as read): a finalizer added or removed, with an optimistic lock
 // (a finalizer list is written whole); then the status, in one request as
@@ -47,38 +78,62 @@ func outcomeOf(w *workv1alpha1.Work) outcomeFields {
 // sides use it: the hub's execution controller for Push members and the
 // agent for its Pull member.
 //
-// The status write is locked on the version the Work was read at. Refused,
-// and live (an uncached reader; nil skips this) shows the Work's spec
-// unchanged, the refusal was the cache lagging behind the Work's last
-// write — most often this writer's own previous status — and the outcome
-// stands: it is written again at once on the live version, rather than
-// after the cache catches up. A conflict left (apierrors.IsConflict) means
-// the spec changed: retry after ConflictRequeue.
-func WriteOutcome(ctx context.Context, c client.Client, live client.Reader, before, work *workv1alpha1.Work, manager string) error {
+// The status write carries no optimistic lock. A Work's status has one
+// writer (the execution controller, or the member's agent in Pull mode),
+// which handles a Work one reconcile at a time, and the outcome is read
+// from the member, not from the Work's previous status: a write cannot put
+// back an older outcome over a newer one. An outcome of a spec that changed
+// meanwhile says so itself — its conditions' observedGeneration is the
+// generation applied, which readers take as "not applied yet" — and the
+// spec's change brings the Work back. The lock bought nothing else and was
+// refused whenever the cache had not seen this writer's own last write: in
+// a burst of 100 Deployments × 3 members, 262 of 937 Work status writes,
+// each then read live and made again.
+//
+// A status that only moves progress (onlyProgress) is written no sooner
+// than reports allows: then nothing is written and wait says when to look
+// again (the object's next state change is written at once, with it).
+func WriteOutcome(ctx context.Context, c client.Client, before, work *workv1alpha1.Work, manager string,
+	reports *pacing.Reports) (wait time.Duration, err error) {
 	// Taken before the finalizer's patch, which answers with the stored
 	// status.
 	now := outcomeOf(work)
 	if !slices.Equal(before.Finalizers, work.Finalizers) {
 		if err := c.Patch(ctx, work, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-			return client.IgnoreNotFound(err)
+			return 0, client.IgnoreNotFound(err)
 		}
 	}
-	if equality.Semantic.DeepEqual(now, outcomeOf(before)) {
-		return nil
+	was := outcomeOf(before)
+	if equality.Semantic.DeepEqual(now, was) {
+		return 0, nil
 	}
-	write := func(resourceVersion string) error {
-		return statusapply.Apply(ctx, c, workv1alpha1.GroupVersion.WithKind("Work"), client.ObjectKeyFromObject(work), resourceVersion, manager, now)
-	}
-	err := write(work.ResourceVersion)
-	if apierrors.IsConflict(err) && live != nil {
-		stored := &workv1alpha1.Work{}
-		if getErr := live.Get(ctx, client.ObjectKeyFromObject(work), stored); getErr != nil {
-			return client.IgnoreNotFound(getErr)
-		}
-		if stored.Generation == work.Generation && stored.DeletionTimestamp.IsZero() == work.DeletionTimestamp.IsZero() {
-			err = write(stored.ResourceVersion)
+	key := client.ObjectKeyFromObject(work)
+	if onlyProgress(was, now) {
+		if wait := reports.Wait(key); wait > 0 {
+			return wait, nil
 		}
 	}
-	// A Work whose last finalizer went is gone: nothing to report on it.
-	return client.IgnoreNotFound(err)
+	if err := statusapply.Apply(ctx, c, workv1alpha1.GroupVersion.WithKind("Work"), key, "", manager, now); err != nil {
+		// A Work whose last finalizer went is gone: nothing to report on it.
+		return 0, client.IgnoreNotFound(err)
+	}
+	reports.Written(key)
+	return 0, nil
+}
+
+// AfterOutcome is a reconcile's result once WriteOutcome answered wait and
+// err for the Work key: its finalizer's write refused for a changed Work,
+// the Work comes back after ConflictRequeue; another error joins the
+// reconcile's; a progress report held back comes back when it is due, or
+// sooner if res says so.
+func AfterOutcome(key types.NamespacedName, res reconcile.Result, reterr error, wait time.Duration, err error) (reconcile.Result, error) {
+	switch {
+	case apierrors.IsConflict(err) && reterr == nil:
+		return reconcile.Result{RequeueAfter: ConflictRequeue}, nil
+	case err != nil:
+		return res, kerrors.NewAggregate([]error{reterr, fmt.Errorf("write Work %s: %w", key, err)})
+	case wait > 0 && (res.RequeueAfter <= 0 || wait < res.RequeueAfter):
+		res.RequeueAfter = wait
+	}
+	return res, reterr
 }

@@ -3,7 +3,9 @@ package applier_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +17,7 @@ import (
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/applier"
+	"github.com/flotilla-io/flotilla/controllers/pacing"
 )
 
 // statusWrites is a hub whose status applies are answered by refuse (by
@@ -63,44 +66,81 @@ func liveHub(t *testing.T, w *workv1alpha1.Work) client.Reader {
 	return fake.NewClientBuilder().WithScheme(s).WithObjects(w).Build()
 }
 
-// Refused because the cache lagged behind the Work's last write (its own
-// status, here): the spec is unchanged, so the outcome is written again at
-// once on the live version.
-func TestAnOutcomeRefusedForTheCachesLagIsWrittenAgainOnTheLiveVersion(t *testing.T) {
+// The outcome is written without an optimistic lock (its writer handles a
+// Work one reconcile at a time and reads the outcome from the member): no
+// resourceVersion is sent, whatever version the Work was read at, and a
+// cache behind the writer's own last write costs no refused request.
+func TestAnOutcomeIsWrittenWithoutALock(t *testing.T) {
 	read := readWork(3, "10")
-	hub, sent := statusWrites(t, func(rv string) bool { return rv == "10" })
-	stored := readWork(3, "")
-	live := liveHub(t, stored)
-	if err := applier.WriteOutcome(context.Background(), hub, live, read, appliedNow(read), "flotilla-test"); err != nil {
+	hub, sent := statusWrites(t, func(rv string) bool { return rv != "" })
+	if _, err := applier.WriteOutcome(context.Background(), hub, read, appliedNow(read), "flotilla-test", nil); err != nil {
 		t.Fatalf("WriteOutcome: %v", err)
 	}
-	got := &workv1alpha1.Work{}
-	_ = live.Get(context.Background(), client.ObjectKeyFromObject(stored), got)
-	if len(*sent) != 2 || (*sent)[0] != "10" || (*sent)[1] != got.ResourceVersion {
-		t.Errorf("versions sent %v, want 10 then the live %s", *sent, got.ResourceVersion)
+	if len(*sent) != 1 || (*sent)[0] != "" {
+		t.Errorf("versions sent %q, want one write without a version", *sent)
 	}
 }
 
-// Refused because the Work's spec changed since: the outcome is of the
-// version before and must not be written; the caller comes back.
-func TestAnOutcomeOfAnOlderSpecIsNotWrittenAgain(t *testing.T) {
-	read := readWork(3, "10")
-	hub, sent := statusWrites(t, func(string) bool { return true })
-	live := liveHub(t, readWork(4, ""))
-	err := applier.WriteOutcome(context.Background(), hub, live, read, appliedNow(read), "flotilla-test")
-	if !apierrors.IsConflict(err) {
-		t.Errorf("WriteOutcome: %v, want the conflict", err)
-	}
-	if len(*sent) != 1 {
-		t.Errorf("versions sent %v, want the first write only", *sent)
-	}
+// rollingOut is w applied with its Deployment not healthy yet, ready of 3.
+func rollingOut(w *workv1alpha1.Work, ready int) *workv1alpha1.Work {
+	w = appliedNow(w)
+	msg := fmt.Sprintf("%d of 3 replicas ready", ready)
+	w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: workv1alpha1.WorkAvailable, Status: metav1.ConditionFalse,
+		Reason: workv1alpha1.WorkReasonNotAvailable, Message: "apps/v1 Deployment fleet/web: " + msg, ObservedGeneration: w.Generation})
+	w.Status.ManifestStatuses = []workv1alpha1.ManifestStatus{{
+		Identifier: workv1alpha1.ResourceIdentifier{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "fleet", Name: "web"},
+		Applied:    true, Health: workv1alpha1.ResourceUnhealthy, Message: msg,
+		Status: &runtime.RawExtension{Raw: []byte(fmt.Sprintf(`{"replicas":3,"readyReplicas":%d}`, ready))},
+	}}
+	return w
 }
 
-// Without a live reader a refusal is returned as it is.
-func TestAnOutcomeRefusedWithoutALiveReaderIsReturned(t *testing.T) {
-	read := readWork(3, "10")
-	hub, _ := statusWrites(t, func(string) bool { return true })
-	if err := applier.WriteOutcome(context.Background(), hub, nil, read, appliedNow(read), "flotilla-test"); !apierrors.IsConflict(err) {
-		t.Errorf("WriteOutcome: %v, want the conflict", err)
+// healthy is w applied with its Deployment healthy.
+func healthy(w *workv1alpha1.Work) *workv1alpha1.Work {
+	w = rollingOut(w, 3)
+	w.Status.Conditions[1] = metav1.Condition{Type: workv1alpha1.WorkAvailable, Status: metav1.ConditionTrue,
+		Reason: workv1alpha1.WorkReasonAvailable, Message: "every object is healthy", ObservedGeneration: w.Generation}
+	w.Status.ManifestStatuses[0].Health, w.Status.ManifestStatuses[0].Message = workv1alpha1.ResourceHealthy, ""
+	return w
+}
+
+// A Deployment rolling out reports each Pod that gets ready; on the hub
+// the count moves at most once per interval, but a change of state — here
+// the Deployment turning healthy — is written at once, whenever it comes.
+func TestProgressIsWrittenAtMostOncePerIntervalAndStateChangesAtOnce(t *testing.T) {
+	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	reports := &pacing.Reports{Interval: time.Second, Now: func() time.Time { return now }}
+	hub, sent := statusWrites(t, func(string) bool { return false })
+	write := func(before, after *workv1alpha1.Work) time.Duration {
+		t.Helper()
+		wait, err := applier.WriteOutcome(context.Background(), hub, before, after, "flotilla-test", reports)
+		if err != nil {
+			t.Fatalf("WriteOutcome: %v", err)
+		}
+		return wait
+	}
+	w := readWork(1, "1")
+	if wait := write(w, rollingOut(w, 0)); wait != 0 || len(*sent) != 1 {
+		t.Fatalf("first report: held %s, %d writes; want it written at once", wait, len(*sent))
+	}
+	on := rollingOut(w, 0)
+	now = now.Add(300 * time.Millisecond)
+	if wait := write(on, rollingOut(w, 1)); wait != 700*time.Millisecond || len(*sent) != 1 {
+		t.Errorf("progress 300ms after the last report: held %s with %d writes; want held 700ms, nothing written", wait, len(*sent))
+	}
+	now = now.Add(time.Second)
+	if wait := write(on, rollingOut(w, 1)); wait != 0 || len(*sent) != 2 {
+		t.Errorf("progress once the interval passed: held %s with %d writes; want it written", wait, len(*sent))
+	}
+	on = rollingOut(w, 1)
+	now = now.Add(100 * time.Millisecond)
+	if wait := write(on, healthy(w)); wait != 0 || len(*sent) != 3 {
+		t.Errorf("turned healthy 100ms after the last report: held %s with %d writes; want it written at once", wait, len(*sent))
+	}
+	failed := rollingOut(w, 1)
+	failed.Status.ManifestStatuses[0].Applied, failed.Status.ManifestStatuses[0].Message = false, "admission webhook denied the request"
+	now = now.Add(100 * time.Millisecond)
+	if wait := write(healthy(w), failed); wait != 0 || len(*sent) != 4 {
+		t.Errorf("a manifest refused 100ms after the last report: held %s with %d writes; want it written at once", wait, len(*sent))
 	}
 }

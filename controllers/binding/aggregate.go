@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -44,7 +46,9 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/pacing"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/statusapply"
 )
 
 // ApplyFailedReason is the event reason on a template whose Work a member
@@ -60,8 +64,7 @@ const ApplyFailedReason = "ApplyFailed"
 type Aggregator struct {
 	Client   client.Client
 	Recorder events.EventRecorder
-	// APIReader reads templates of kinds the hub does not cache, and a
-	// binding whose status write the cache's lag had refused.
+	// APIReader reads templates of kinds the hub does not cache.
 	APIReader client.Reader
 	// Interpreter aggregates customized kinds' status into their
 	// templates; nil aggregates into bindings only.
@@ -72,6 +75,11 @@ type Aggregator struct {
 	// the changes that follow it before the status is aggregated, so that
 	// a burst is written once; DefaultCoalesce when 0, none when negative.
 	Coalesce time.Duration
+	// Reports paces status writes that only move progress (replica
+	// counts); nil writes every change at once.
+	Reports *pacing.Reports
+
+	written lastWrites
 }
 
 // DefaultCoalesce is the Aggregator's default wait for a burst's further
@@ -128,39 +136,52 @@ func (r *Aggregator) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 }
 
 // Reconcile aggregates one binding's Works into its status, in one write.
-// The write is locked on the binding's version read from the cache; refused,
-// most often because the cache had not seen the binding's last write yet
-// (this phase's own, as members report one after another), the binding is
-// read live and aggregated again at once rather than after the cache
-// catches up: its previous status is an input (health transition times).
+//
+// The write carries no optimistic lock: the fields are this phase's alone,
+// made from the Works in the cache (which only moves forward, and a binding
+// is aggregated one reconcile at a time), so a write cannot put older
+// values back — but for what is made from the binding's previous status:
+// the members' health transition times and FullyApplied's transition time.
+// Those are taken from what this phase last wrote (lastWrites) while the
+// cache may not show it yet. The lock it had was refused whenever the cache
+// lagged this phase's own last write, as members report one after another.
+//
+// A status that only moves progress is written no sooner than Reports
+// allows (see aggregatedProgressOnly); then the binding comes back when it
+// is due.
 func (r *Aggregator) Reconcile(ctx context.Context, kind string, req ctrl.Request) (ctrl.Result, error) {
-	err := r.aggregate(ctx, kind, req, r.Client)
-	if apierrors.IsConflict(err) && r.APIReader != nil {
-		err = r.aggregate(ctx, kind, req, r.APIReader)
-	}
+	wait, err := r.aggregate(ctx, kind, req)
 	if apierrors.IsConflict(err) {
 		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
 	}
-	return ctrl.Result{}, err
+	return ctrl.Result{RequeueAfter: wait}, err
 }
 
-// aggregate reads the binding from reader, its Works from the cache, and
-// writes the binding's aggregated status; a refused write is returned as
-// the conflict it is.
-func (r *Aggregator) aggregate(ctx context.Context, kind string, req ctrl.Request, reader client.Reader) error {
+// aggregate reads the binding and its Works from the cache, and writes the
+// binding's aggregated status, or says how long a report of progress only
+// must wait.
+func (r *Aggregator) aggregate(ctx context.Context, kind string, req ctrl.Request) (time.Duration, error) {
 	b := NewBinding(kind)
-	if err := reader.Get(ctx, req.NamespacedName, b); err != nil {
-		return client.IgnoreNotFound(err)
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.forget(req.NamespacedName)
+		}
+		return 0, client.IgnoreNotFound(err)
 	}
 	if !b.GetDeletionTimestamp().IsZero() {
-		return nil
+		r.written.forget(req.NamespacedName)
+		return 0, nil
+	}
+	// The binding as this phase last wrote it, if the cache lags that write.
+	if last, ok := r.written.get(req.NamespacedName, b.GetUID()); ok {
+		setAggregated(b, last)
 	}
 	before := b.DeepCopyObject().(workv1alpha1.Binding)
 	previous := conditions.Get(b, workv1alpha1.ConditionFullyApplied).DeepCopy() // Get points into the list Set changes
 
 	works := &workv1alpha1.WorkList{}
 	if err := r.Client.List(ctx, works, client.MatchingLabels{workv1alpha1.BindingPermanentIDLabel: string(b.GetUID())}); err != nil {
-		return fmt.Errorf("list the Works of %s %s: %w", kind, req.NamespacedName, err)
+		return 0, fmt.Errorf("list the Works of %s %s: %w", kind, req.NamespacedName, err)
 	}
 	a := Aggregate(b.BindingSpec(), works.Items)
 	status := b.BindingStatus()
@@ -172,16 +193,18 @@ func (r *Aggregator) aggregate(ctx context.Context, kind string, req ctrl.Reques
 	conditions.Set(b, a.Condition)
 
 	templateErr := r.aggregateIntoTemplate(ctx, b, a.Items)
-	if err := r.writeStatus(ctx, kind, before, b); apierrors.IsConflict(err) {
-		return err
+	wait, err := r.writeStatus(ctx, kind, before, b)
+	if apierrors.IsConflict(err) {
+		return 0, err
 	} else if err != nil {
-		return kerrors.NewAggregate([]error{templateErr, fmt.Errorf("write the status of %s %s: %w", kind, req.NamespacedName, err)})
+		return 0, kerrors.NewAggregate([]error{templateErr, fmt.Errorf("write the status of %s %s: %w", kind, req.NamespacedName, err)})
 	}
-	// Told once written: a write refused and made again must not tell twice.
-	if a.Failed && (previous == nil || previous.Message != a.Condition.Message) {
+	// Told once written. (A failure is a state: its report is never held
+	// back.)
+	if wait == 0 && a.Failed && (previous == nil || previous.Message != a.Condition.Message) {
 		r.Recorder.Eventf(TemplateRef(b), b, corev1.EventTypeWarning, ApplyFailedReason, "Apply", "%s", a.Condition.Message)
 	}
-	return templateErr
+	return wait, templateErr
 }
 
 // AggregatorFieldManager is the field manager of the aggregate phase's
@@ -215,16 +238,43 @@ func aggregatedOf(b workv1alpha1.Binding) aggregatedFields {
 	return f
 }
 
+// aggregatedProgressOnly reports whether now differs from was only in
+// what moves while no state changes: the replica counts and what each
+// member reports of its object's status. Which members applied, why not,
+// their health and the conditions are states, written at once.
+func aggregatedProgressOnly(was, now aggregatedFields) bool {
+	strip := func(f aggregatedFields) aggregatedFields {
+		f.Replicas, f.ReadyReplicas, f.AvailableReplicas, f.UpdatedReplicas = 0, 0, 0, 0
+		items := make([]workv1alpha1.AggregatedStatusItem, 0, len(f.AggregatedStatus))
+		for _, item := range f.AggregatedStatus {
+			item.Status = nil
+			items = append(items, item)
+		}
+		f.AggregatedStatus = items
+		return f
+	}
+	return equality.Semantic.DeepEqual(strip(was), strip(now))
+}
+
 // writeStatus writes what the aggregate phase owns of the binding's status
-// in one request (applyStatus), and none when it did not change.
-func (r *Aggregator) writeStatus(ctx context.Context, kind string, before, b workv1alpha1.Binding) error {
+// in one request (applyStatus), and none when it did not change or when
+// it only moves progress and Reports holds it back (wait is then how long).
+func (r *Aggregator) writeStatus(ctx context.Context, kind string, before, b workv1alpha1.Binding) (wait time.Duration, err error) {
 	owned, was := aggregatedOf(b), aggregatedOf(before)
 	if equality.Semantic.DeepEqual(owned, was) {
-		return nil
+		return 0, nil
 	}
-	if err := applyStatus(ctx, r.Client, kind, b, AggregatorFieldManager, owned); err != nil {
-		return err
+	key := client.ObjectKeyFromObject(b)
+	if aggregatedProgressOnly(was, owned) {
+		if wait := r.Reports.Wait(key); wait > 0 {
+			return wait, nil
+		}
 	}
+	if err := statusapply.Apply(ctx, r.Client, workv1alpha1.GroupVersion.WithKind(kind), key, "", AggregatorFieldManager, owned); err != nil {
+		return 0, err
+	}
+	r.Reports.Written(key)
+	r.written.remember(key, b.GetUID(), owned)
 	if conditions.Has(before, workv1alpha1.ConditionStatusAggregated) && !conditions.Has(b, workv1alpha1.ConditionStatusAggregated) {
 		// Left out of the apply, a condition another manager also wrote (a
 		// binding aggregated before the phase applied its status) stays:
@@ -233,11 +283,11 @@ func (r *Aggregator) writeStatus(ctx context.Context, kind string, before, b wor
 		conditions.Delete(gone, workv1alpha1.ConditionStatusAggregated)
 		helper, err := patch.NewHelper(before, r.Client)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		return helper.Patch(ctx, gone, patch.WithOwnedConditions{Conditions: []string{workv1alpha1.ConditionStatusAggregated}})
+		return 0, helper.Patch(ctx, gone, patch.WithOwnedConditions{Conditions: []string{workv1alpha1.ConditionStatusAggregated}})
 	}
-	return nil
+	return 0, nil
 }
 
 // aggregateIntoTemplate writes the template's status from the members'
@@ -399,4 +449,79 @@ func replicaCounts(status *runtime.RawExtension) counts {
 		_ = json.Unmarshal(status.Raw, &c)
 	}
 	return c
+}
+
+// setAggregated sets the fields the aggregate phase owns in b's status to f.
+func setAggregated(b workv1alpha1.Binding, f aggregatedFields) {
+	s := b.BindingStatus()
+	s.AggregatedStatus = nil
+	for _, item := range f.AggregatedStatus {
+		s.AggregatedStatus = append(s.AggregatedStatus, *item.DeepCopy())
+	}
+	s.Replicas, s.ReadyReplicas, s.AvailableReplicas, s.UpdatedReplicas = f.Replicas, f.ReadyReplicas, f.AvailableReplicas, f.UpdatedReplicas
+	kept := s.Conditions[:0:0]
+	for _, c := range s.Conditions {
+		if c.Type != workv1alpha1.ConditionFullyApplied && c.Type != workv1alpha1.ConditionStatusAggregated {
+			kept = append(kept, c)
+		}
+	}
+	for _, c := range f.Conditions {
+		kept = append(kept, *c.DeepCopy())
+	}
+	s.Conditions = kept
+}
+
+// rememberWrites is how long the aggregate phase takes its own last write
+// of a binding over the cache's: longer than the cache lags on a loaded hub.
+const rememberWrites = time.Minute
+
+// lastWrites is what the aggregate phase last wrote of each binding, kept
+// for rememberWrites: a binding aggregated again before the cache shows
+// that write starts from it (its transition times). Safe for concurrent use.
+type lastWrites struct {
+	mu      sync.Mutex
+	last    map[types.NamespacedName]lastWrite
+	pruneAt int
+}
+
+type lastWrite struct {
+	uid    types.UID
+	at     time.Time
+	fields aggregatedFields
+}
+
+func (w *lastWrites) remember(key types.NamespacedName, uid types.UID, f aggregatedFields) {
+	now := time.Now() // the cache's lag is in real time, whatever clock health transitions take
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.last == nil {
+		w.last = map[types.NamespacedName]lastWrite{}
+	}
+	w.last[key] = lastWrite{uid: uid, at: now, fields: f}
+	if len(w.last) > max(w.pruneAt, 1024) {
+		for k, l := range w.last {
+			if now.Sub(l.at) >= rememberWrites {
+				delete(w.last, k)
+			}
+		}
+		w.pruneAt = 2 * len(w.last)
+	}
+}
+
+// get is the last write of the binding key with uid (not of an earlier
+// binding of the same name), if made within rememberWrites.
+func (w *lastWrites) get(key types.NamespacedName, uid types.UID) (aggregatedFields, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l, ok := w.last[key]
+	if !ok || l.uid != uid || time.Since(l.at) >= rememberWrites {
+		return aggregatedFields{}, false
+	}
+	return l.fields, true
+}
+
+func (w *lastWrites) forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.last, key)
 }

@@ -39,7 +39,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -63,6 +62,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/memberclient"
 	"github.com/flotilla-io/flotilla/controllers/memberwatch"
 	"github.com/flotilla-io/flotilla/controllers/metrics"
+	"github.com/flotilla-io/flotilla/controllers/pacing"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
@@ -107,11 +107,7 @@ const (
 
 // Reconciler applies Works to Push-mode members.
 type Reconciler struct {
-	Client client.Client
-	// APIReader reads the hub uncached: a Work status write refused only
-	// because the cache lagged is written again at once
-	// (applier.WriteOutcome). Nil waits for the cache instead.
-	APIReader     client.Reader
+	Client        client.Client
 	MemberClients MemberClients
 	// Access, when set, extends the member identity's rights (namespaces,
 	// cluster-scoped kinds) before a Work is applied.
@@ -138,6 +134,9 @@ type Reconciler struct {
 	// Interpreter judges health, reflects status and retains member values
 	// of the objects applied; nil knows the built-in kinds only.
 	Interpreter *interpreter.Interpreter
+	// Reports paces status writes that only move progress
+	// (applier.WriteOutcome); Options.ProgressInterval when nil.
+	Reports *pacing.Reports
 
 	applier    *applier.Applier
 	applied    *applier.Applied
@@ -161,6 +160,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 	}
 	if r.WithdrawTimeout <= 0 {
 		r.WithdrawTimeout = DefaultWithdrawTimeout
+	}
+	if r.Reports == nil {
+		r.Reports = &pacing.Reports{Interval: r.ProgressInterval}
 	}
 	r.applier = &applier.Applier{Works: r.Client, Members: r.MemberClients, Access: r.Access, Recorder: r.Recorder, Options: r.Options,
 		Interpreter: r.Interpreter}
@@ -318,13 +320,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	read := work.DeepCopy()
 	defer func() {
-		if err := applier.WriteOutcome(ctx, r.Client, r.APIReader, read, work, FieldManager); apierrors.IsConflict(err) && reterr == nil {
-			// The renderer changed the Work meanwhile: this outcome is of
-			// the version before; come back for the new one.
-			res = ctrl.Result{RequeueAfter: applier.ConflictRequeue}
-		} else if err != nil {
-			reterr = kerrors.NewAggregate([]error{reterr, fmt.Errorf("write Work %s: %w", req.NamespacedName, err)})
-		}
+		// Refused because the renderer changed the Work meanwhile, this
+		// outcome was of the version before: it comes back for the new one.
+		wait, err := applier.WriteOutcome(ctx, r.Client, read, work, FieldManager, r.Reports)
+		res, reterr = applier.AfterOutcome(req.NamespacedName, res, reterr, wait, err)
 	}()
 
 	if !work.DeletionTimestamp.IsZero() || apierrors.IsNotFound(memberErr) {

@@ -31,6 +31,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/federatednamespace"
 	"github.com/flotilla-io/flotilla/controllers/memberclient"
 	"github.com/flotilla-io/flotilla/controllers/memberwatch"
+	"github.com/flotilla-io/flotilla/controllers/pacing"
 	quotacontroller "github.com/flotilla-io/flotilla/controllers/quota"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/interpreter/luavm"
@@ -76,6 +77,10 @@ type Options struct {
 	// Removals paces the removal of Works' objects from each member; nil
 	// removes at once.
 	Removals *removal.Limiter
+	// Reports paces the status writes of Works and bindings that only
+	// move progress; nil makes one of Execution.ProgressInterval. (Keys
+	// do not collide: Works live in execution namespaces, bindings never.)
+	Reports *pacing.Reports
 }
 
 // DefaultConcurrency: applying to members waits on their API servers, so
@@ -99,6 +104,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 	if opts.WorkConcurrency <= 0 {
 		opts.WorkConcurrency = DefaultWorkConcurrency
+	}
+	if opts.Reports == nil {
+		opts.Reports = &pacing.Reports{Interval: opts.Execution.ProgressInterval}
 	}
 	options := controller.Options{MaxConcurrentReconciles: opts.Concurrency}
 	c := mgr.GetClient()
@@ -154,13 +162,14 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		watcher = &memberwatch.Watcher{Connections: opts.MemberWatches, Log: mgr.GetLogger().WithName("memberwatch")}
 	}
 	if err := (&execution.Reconciler{
-		Client: c, APIReader: mgr.GetAPIReader(), MemberClients: opts.MemberClients, Access: opts.MemberAccess, Recorder: mgr.GetEventRecorder("flotilla-execution"),
+		Client: c, MemberClients: opts.MemberClients, Access: opts.MemberAccess, Recorder: mgr.GetEventRecorder("flotilla-execution"),
 		Options: opts.Execution, Health: opts.MemberHealth, MaxInFlightPerMember: opts.MaxInFlightPerMember, MemberTimeout: opts.MemberTimeout,
-		WithdrawTimeout: opts.WithdrawTimeout, Watcher: watcher, Interpreter: interp,
+		WithdrawTimeout: opts.WithdrawTimeout, Watcher: watcher, Interpreter: interp, Reports: opts.Reports,
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: opts.WorkConcurrency}); err != nil {
 		return fmt.Errorf("execution controller: %w", err)
 	}
-	if err := (&binding.Aggregator{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-status"), Interpreter: interp}).
+	if err := (&binding.Aggregator{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-status"), Interpreter: interp,
+		Reports: opts.Reports}).
 		SetupWithManager(mgr, options); err != nil {
 		return fmt.Errorf("status controller: %w", err)
 	}

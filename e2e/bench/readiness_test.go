@@ -217,10 +217,21 @@ func hubRequestTimes(ctx context.Context, f *fleet.Fleet) (string, error) {
 		times[key].n += m.GetHistogram().GetSampleCount()
 		times[key].sum += m.GetHistogram().GetSampleSum()
 	}
+	// Of which refused for their optimistic lock.
+	refused := map[string]float64{}
+	for _, m := range families["apiserver_request_total"].GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		if l["subresource"] == "status" && l["code"] == "409" {
+			refused[l["verb"]+" "+l["resource"]+"/status"] += m.GetCounter().GetValue()
+		}
+	}
 	sort.Strings(keys)
 	var out []string
 	for _, k := range keys {
-		out = append(out, fmt.Sprintf("%s: %d, mean %.0f ms", k, times[k].n, 1000*times[k].sum/float64(times[k].n)))
+		out = append(out, fmt.Sprintf("%s: %d (%.0f refused, 409), mean %.0f ms", k, times[k].n, refused[k], 1000*times[k].sum/float64(times[k].n)))
 	}
 	return "hub " + strings.Join(out, "; "), nil
 }

@@ -4,8 +4,9 @@
 // phases of a binding), each owns its fields and its conditions (which
 // merge by type); and where one writes it all (a Work's), a status is never
 // seen half written — CAPI's patch.Helper writes the conditions and the
-// rest of the status in two requests. Each write carries the optimistic
-// lock of the version it was computed from.
+// rest of the status in two requests. A write carries the optimistic lock
+// of the version it was computed from, unless its writer has no older
+// values to put back (a Work's outcome, read from its member).
 package statusapply
 
 import (
@@ -26,7 +27,7 @@ import (
 // is refused with a conflict if the object changed since. Every owned field
 // is written, not a difference, so a writer working from a stale cache
 // would otherwise put back what it wrote last time over what it wrote
-// since (its own record of a decision, say).
+// since (its own record of a decision, say). Empty sends no lock.
 func Apply(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, key client.ObjectKey, resourceVersion, manager string, fields any) error {
 	raw, err := json.Marshal(fields)
 	if err != nil {

@@ -287,6 +287,7 @@ func startManager(ctx context.Context) error {
 		MemberTimeout:   memberTimeout,
 		WithdrawTimeout: withdrawTimeout,
 		Removals:        removals,
+		Reports:         progress,
 	})
 	if err != nil {
 		return err

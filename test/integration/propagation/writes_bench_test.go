@@ -6,18 +6,26 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/pacing"
 )
 
 // burstTemplates is how many Deployments BenchmarkHubWritesInABurst applies
 // at once.
 const burstTemplates = 50
+
+// progress paces the suite's status writes that only move progress, at the
+// binaries' default; BenchmarkHubWritesOfARollout changes it.
+var progress = &pacing.Reports{Interval: pacing.DefaultProgressInterval}
 
 // BenchmarkHubWritesInABurst counts what the pipeline asks of the hub's API
 // server for a burst: 50 Deployment templates applied one after another,
@@ -92,6 +100,102 @@ spec:
 		b.ReportMetric(per("works/status"), "work-status-writes/binding")
 		b.ReportMetric(per("works"), "work-writes/binding")
 		b.ReportMetric(took.Seconds(), "s-to-all-ready")
+	}
+}
+
+// BenchmarkHubWritesOfARollout counts the hub's status writes while
+// members roll out: 20 Deployments of 20 replicas, 10 on each member,
+// applied and then reported ready a replica at a time in both members, a
+// step every 50 ms (a rollout on a member with room and fast image pulls),
+// with status progress paced at 0 (every change written) and at the
+// default interval. Writes per binding, from the hub apiserver's counters.
+func BenchmarkHubWritesOfARollout(b *testing.B) {
+	const templates, perMember = 20, 10
+	defer progress.SetInterval(pacing.DefaultProgressInterval)
+	for _, interval := range []time.Duration{0, pacing.DefaultProgressInterval} {
+		b.Run("progress-interval="+interval.String(), func(b *testing.B) {
+			progress.SetInterval(interval)
+			for i := 0; i < b.N; i++ {
+				ns := fmt.Sprintf("rollout-%d-%d", time.Now().UnixNano()%100000, i)
+				namespace(b, ns, true)
+				createYAML(b, `apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: all, namespace: `+ns+`}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]
+`)
+				bindings := make([]*workv1alpha1.ResourceBinding, templates)
+				for j := range bindings {
+					createYAML(b, fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web-%d, namespace: %s}
+spec:
+  replicas: %d
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: web:1}]
+`, j, ns, 2*perMember))
+					bindings[j] = bindAndSchedule(b, ns, fmt.Sprintf("web-%d", j), "Deployment", placement(member1, perMember, member2, perMember))
+				}
+				for _, rb := range bindings {
+					eventually(b, "both copies of "+rb.Name+" applied", func() error { return appliedOn(rb, 2) })
+				}
+				time.Sleep(2 * time.Second) // the applies' own writes done
+				before, err := hubWrites()
+				if err != nil {
+					b.Fatal(err)
+				}
+				for ready := int32(1); ready <= perMember; ready++ {
+					// Every copy's step at once, as members' controllers
+					// report in parallel.
+					var wg sync.WaitGroup
+					errs := make(chan error, 2*templates)
+					for j := range bindings {
+						for _, m := range []string{member1, member2} {
+							wg.Go(func() {
+								d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d", j)}}
+								if err := inMember(m, d); err != nil {
+									errs <- err
+									return
+								}
+								d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: ready, ReadyReplicas: ready,
+									AvailableReplicas: ready, UpdatedReplicas: ready}
+								if err := members[m].Status().Update(ctx(), d); err != nil {
+									errs <- fmt.Errorf("report %s ready in %s: %w", d.Name, m, err)
+								}
+							})
+						}
+					}
+					wg.Wait()
+					close(errs)
+					for err := range errs {
+						b.Fatal(err)
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				for _, rb := range bindings {
+					eventually(b, rb.Name+" Ready on the hub", func() error {
+						if err := hub.Client.Get(ctx(), client.ObjectKeyFromObject(rb), rb); err != nil {
+							return err
+						}
+						if rb.Status.ReadyReplicas != 2*perMember {
+							return fmt.Errorf("ready replicas %d", rb.Status.ReadyReplicas)
+						}
+						return nil
+					})
+				}
+				time.Sleep(2 * time.Second)
+				after, err := hubWrites()
+				if err != nil {
+					b.Fatal(err)
+				}
+				per := func(key string) float64 { return (after[key] - before[key]) / templates }
+				b.ReportMetric(per("works/status"), "work-status-writes/binding")
+				b.ReportMetric(per("resourcebindings/status"), "binding-status-writes/binding")
+			}
+		})
 	}
 }
 
