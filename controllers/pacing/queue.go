@@ -1,9 +1,13 @@
-// Package pacing runs an action on objects one at a time, in the order they
-// were asked for, no faster than an internal/throttle.Throttle allows: the
+// Package pacing sets the pace of what the controllers do to many objects.
+//
+// Queue runs an action on objects one at a time, in the order they were
+// asked for, no faster than an internal/throttle.Throttle allows: the
 // eviction and failback controllers use it so that a fleet-wide event moves
 // workloads at a controlled rate, and not at all during a storm when the
 // secondary rate is 0. Keys waiting while evictions are slowed or stopped
 // are told so (Mark), and told again when they are not any more.
+//
+// Reports paces status writes to the hub that only move progress.
 package pacing
 
 import (
