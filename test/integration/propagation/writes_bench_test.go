@@ -40,14 +40,7 @@ var progress = &pacing.Reports{Interval: pacing.DefaultProgressInterval}
 // costs.
 func BenchmarkHubWritesInABurst(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		ns := fmt.Sprintf("burst-%d-%d", time.Now().UnixNano()%100000, i)
-		namespace(b, ns, true)
-		createYAML(b, `apiVersion: policy.flotilla.io/v1alpha1
-kind: PropagationPolicy
-metadata: {name: all, namespace: `+ns+`}
-spec:
-  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]
-`)
+		ns := deploymentsNamespace(b, "burst", i)
 		before, err := hubWrites()
 		if err != nil {
 			b.Fatal(err)
@@ -116,14 +109,7 @@ func BenchmarkHubWritesOfARollout(b *testing.B) {
 		b.Run("progress-interval="+interval.String(), func(b *testing.B) {
 			progress.SetInterval(interval)
 			for i := 0; i < b.N; i++ {
-				ns := fmt.Sprintf("rollout-%d-%d", time.Now().UnixNano()%100000, i)
-				namespace(b, ns, true)
-				createYAML(b, `apiVersion: policy.flotilla.io/v1alpha1
-kind: PropagationPolicy
-metadata: {name: all, namespace: `+ns+`}
-spec:
-  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]
-`)
+				ns := deploymentsNamespace(b, "rollout", i)
 				bindings := make([]*workv1alpha1.ResourceBinding, templates)
 				for j := range bindings {
 					createYAML(b, fmt.Sprintf(`apiVersion: apps/v1
@@ -197,6 +183,20 @@ spec:
 			}
 		})
 	}
+}
+
+// deploymentsNamespace makes a new federated namespace whose Deployments a
+// PropagationPolicy selects, and returns its name.
+func deploymentsNamespace(b *testing.B, prefix string, i int) string {
+	ns := fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano()%100000, i)
+	namespace(b, ns, true)
+	createYAML(b, `apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: all, namespace: `+ns+`}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]
+`)
+	return ns
 }
 
 // appliedOn reports whether n members have applied the binding's Works.
