@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -109,7 +110,8 @@ func healthy(w *workv1alpha1.Work) *workv1alpha1.Work {
 // the Deployment turning healthy — is written at once, whenever it comes.
 func TestProgressIsWrittenAtMostOncePerIntervalAndStateChangesAtOnce(t *testing.T) {
 	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
-	reports := &pacing.Reports{Interval: time.Second, Now: func() time.Time { return now }}
+	clk := clocktesting.NewFakeClock(now)
+	reports := &pacing.Reports{Interval: time.Second, Clock: clk}
 	hub, sent := statusWrites(t, func(string) bool { return false })
 	write := func(before, after *workv1alpha1.Work) time.Duration {
 		t.Helper()
@@ -124,22 +126,22 @@ func TestProgressIsWrittenAtMostOncePerIntervalAndStateChangesAtOnce(t *testing.
 		t.Fatalf("first report: held %s, %d writes; want it written at once", wait, len(*sent))
 	}
 	on := rollingOut(w, 0)
-	now = now.Add(300 * time.Millisecond)
+	clk.Step(300 * time.Millisecond)
 	if wait := write(on, rollingOut(w, 1)); wait != 700*time.Millisecond || len(*sent) != 1 {
 		t.Errorf("progress 300ms after the last report: held %s with %d writes; want held 700ms, nothing written", wait, len(*sent))
 	}
-	now = now.Add(time.Second)
+	clk.Step(time.Second)
 	if wait := write(on, rollingOut(w, 1)); wait != 0 || len(*sent) != 2 {
 		t.Errorf("progress once the interval passed: held %s with %d writes; want it written", wait, len(*sent))
 	}
 	on = rollingOut(w, 1)
-	now = now.Add(100 * time.Millisecond)
+	clk.Step(100 * time.Millisecond)
 	if wait := write(on, healthy(w)); wait != 0 || len(*sent) != 3 {
 		t.Errorf("turned healthy 100ms after the last report: held %s with %d writes; want it written at once", wait, len(*sent))
 	}
 	failed := rollingOut(w, 1)
 	failed.Status.ManifestStatuses[0].Applied, failed.Status.ManifestStatuses[0].Message = false, "admission webhook denied the request"
-	now = now.Add(100 * time.Millisecond)
+	clk.Step(100 * time.Millisecond)
 	if wait := write(healthy(w), failed); wait != 0 || len(*sent) != 4 {
 		t.Errorf("a manifest refused 100ms after the last report: held %s with %d writes; want it written at once", wait, len(*sent))
 	}

@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/cache"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -479,49 +480,34 @@ const rememberWrites = time.Minute
 // for rememberWrites: a binding aggregated again before the cache shows
 // that write starts from it (its transition times). Safe for concurrent use.
 type lastWrites struct {
-	mu      sync.Mutex
-	last    map[types.NamespacedName]lastWrite
-	pruneAt int
+	once    sync.Once
+	written *cache.Expiring // key → lastWrite
 }
 
 type lastWrite struct {
 	uid    types.UID
-	at     time.Time
 	fields aggregatedFields
 }
 
+func (w *lastWrites) entries() *cache.Expiring {
+	w.once.Do(func() { w.written = cache.NewExpiring() })
+	return w.written
+}
+
 func (w *lastWrites) remember(key types.NamespacedName, uid types.UID, f aggregatedFields) {
-	now := time.Now() // the cache's lag is in real time, whatever clock health transitions take
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.last == nil {
-		w.last = map[types.NamespacedName]lastWrite{}
-	}
-	w.last[key] = lastWrite{uid: uid, at: now, fields: f}
-	if len(w.last) > max(w.pruneAt, 1024) {
-		for k, l := range w.last {
-			if now.Sub(l.at) >= rememberWrites {
-				delete(w.last, k)
-			}
-		}
-		w.pruneAt = 2 * len(w.last)
-	}
+	w.entries().Set(key, lastWrite{uid: uid, fields: f}, rememberWrites)
 }
 
 // get is the last write of the binding key with uid (not of an earlier
 // binding of the same name), if made within rememberWrites.
 func (w *lastWrites) get(key types.NamespacedName, uid types.UID) (aggregatedFields, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	l, ok := w.last[key]
-	if !ok || l.uid != uid || time.Since(l.at) >= rememberWrites {
+	v, ok := w.entries().Get(key)
+	if !ok || v.(lastWrite).uid != uid {
 		return aggregatedFields{}, false
 	}
-	return l.fields, true
+	return v.(lastWrite).fields, true
 }
 
 func (w *lastWrites) forget(key types.NamespacedName) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.last, key)
+	w.entries().Delete(key)
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -56,7 +57,8 @@ func TestABindingsProgressIsPacedAndItsStateChangesAreNot(t *testing.T) {
 			return nil
 		},
 	})
-	reports := &pacing.Reports{Interval: time.Second, Now: func() time.Time { return now }}
+	clk := clocktesting.NewFakeClock(now)
+	reports := &pacing.Reports{Interval: time.Second, Clock: clk}
 	key := client.ObjectKeyFromObject(rb)
 	reports.Written(key)
 	r := &Aggregator{Client: c, Recorder: events.NewFakeRecorder(10), Now: func() time.Time { return now }, Reports: reports}
@@ -70,10 +72,12 @@ func TestABindingsProgressIsPacedAndItsStateChangesAreNot(t *testing.T) {
 	}
 
 	now = now.Add(200 * time.Millisecond)
+	clk.SetTime(now)
 	if res := reconcile(); writes != 0 || res.RequeueAfter != 800*time.Millisecond {
 		t.Errorf("1 of 2 ready, 200ms after the last write: %d writes, back after %s; want none, back after 800ms", writes, res.RequeueAfter)
 	}
 	now = now.Add(time.Second)
+	clk.SetTime(now)
 	if res := reconcile(); writes != 1 || res.RequeueAfter != 0 {
 		t.Errorf("1 of 2 ready, once the interval passed: %d writes, back after %s; want it written", writes, res.RequeueAfter)
 	}
@@ -82,6 +86,7 @@ func TestABindingsProgressIsPacedAndItsStateChangesAreNot(t *testing.T) {
 	// first written: the change is made from there).
 	reports.Written(key)
 	now = now.Add(100 * time.Millisecond)
+	clk.SetTime(now)
 	healthy := report(workv1alpha1.ResourceHealthy, 2)
 	healthy.ResourceVersion = ""
 	if err := base.Delete(context.Background(), work); err != nil {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/cache"
+	"k8s.io/utils/clock"
 )
 
 // DefaultProgressInterval is how often, at most, an object's status on the
@@ -28,12 +30,11 @@ type Reports struct {
 	// move progress only. Zero or less paces nothing. Set before use, or
 	// through SetInterval.
 	Interval time.Duration
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	// Clock is the clock; the real one when nil.
+	Clock clock.Clock
 
 	mu      sync.Mutex
-	last    map[types.NamespacedName]time.Time
-	pruneAt int
+	written *cache.Expiring // key → when its last report was written
 }
 
 // Wait is how long a report of key that only moves progress must still
@@ -42,20 +43,15 @@ func (r *Reports) Wait(key types.NamespacedName) time.Duration {
 	if r == nil {
 		return 0
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.Interval <= 0 {
+	interval, written := r.state()
+	if interval <= 0 {
 		return 0
 	}
-	at, ok := r.last[key]
+	at, ok := written.Get(key)
 	if !ok {
 		return 0
 	}
-	if wait := r.Interval - r.now().Sub(at); wait > 0 {
-		return wait
-	}
-	delete(r.last, key)
-	return 0
+	return max(interval-r.clock().Since(at.(time.Time)), 0)
 }
 
 // Written records that a report of key was written now.
@@ -63,25 +59,8 @@ func (r *Reports) Written(key types.NamespacedName) {
 	if r == nil {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.Interval <= 0 {
-		return
-	}
-	if r.last == nil {
-		r.last = map[types.NamespacedName]time.Time{}
-	}
-	now := r.now()
-	r.last[key] = now
-	if len(r.last) > max(r.pruneAt, 1024) {
-		// Keep only what can still be waited for: the map holds the
-		// objects reported within the last Interval, not every one ever.
-		for k, at := range r.last {
-			if now.Sub(at) >= r.Interval {
-				delete(r.last, k)
-			}
-		}
-		r.pruneAt = 2 * len(r.last)
+	if interval, written := r.state(); interval > 0 {
+		written.Set(key, r.clock().Now(), interval)
 	}
 }
 
@@ -93,9 +72,18 @@ func (r *Reports) SetInterval(d time.Duration) {
 	r.Interval = d
 }
 
-func (r *Reports) now() time.Time {
-	if r.Now == nil {
-		return time.Now()
+func (r *Reports) state() (time.Duration, *cache.Expiring) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.written == nil {
+		r.written = cache.NewExpiringWithClock(r.clock())
 	}
-	return r.Now()
+	return r.Interval, r.written
+}
+
+func (r *Reports) clock() clock.Clock {
+	if r.Clock == nil {
+		return clock.RealClock{}
+	}
+	return r.Clock
 }
