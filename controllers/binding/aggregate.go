@@ -185,6 +185,9 @@ func (r *Aggregator) aggregate(ctx context.Context, kind string, req ctrl.Reques
 		return 0, fmt.Errorf("list the Works of %s %s: %w", kind, req.NamespacedName, err)
 	}
 	a := Aggregate(b.BindingSpec(), works.Items)
+	if len(works.Items) == 0 && neverPlaced(b, a.Condition, workv1alpha1.ConditionFullyApplied) {
+		return 0, nil
+	}
 	status := b.BindingStatus()
 	KeepHealthTransitions(a.Items, status.AggregatedStatus, metav1.NewTime(r.now()))
 	status.AggregatedStatus = a.Items

@@ -162,3 +162,15 @@ func writeCondition(ctx context.Context, c client.Client, kind string, previous 
 	// A binding whose last finalizer went is gone: nothing to say on it.
 	return client.IgnoreNotFound(err)
 }
+
+// neverPlaced says whether c, a phase's condition of type t, would only
+// say that a binding the phase never wrote to is not placed yet. The place
+// phase speaks first (Scheduled): a new binding's render and aggregate
+// phases keep silent until it does, so that a new binding costs the hub
+// two status writes less, neither racing the first decision's optimistic
+// write. Once written, their condition follows the placement (back to
+// NotScheduled when it empties).
+func neverPlaced(b workv1alpha1.Binding, c metav1.Condition, t string) bool {
+	return c.Reason == workv1alpha1.BindingReasonNotScheduled && !conditions.Has(b, t) &&
+		len(b.BindingSpec().GracefulEvictionTasks) == 0
+}

@@ -366,7 +366,9 @@ func (r *Renderer) reconcileNormal(ctx context.Context, key bindingKey, b workv1
 			break
 		}
 	}
-	conditions.Set(b, renderedCondition(s))
+	if c := renderedCondition(s); !neverPlaced(b, c, workv1alpha1.ConditionRendered) {
+		conditions.Set(b, c)
+	}
 	return ctrl.Result{RequeueAfter: s.requeue}, nil
 }
 
@@ -659,6 +661,13 @@ func (r *Renderer) writeWork(ctx context.Context, s *rendering, member string, m
 		Name:      WorkName(s.key.Kind, b.GetNamespace(), b.GetName()),
 	}}
 	_, err := controllerutil.CreateOrPatch(ctx, r.Client, work, func() error {
+		if work.ResourceVersion == "" && r.pushedTo(ctx, member) {
+			// Created holding the execution controller's finalizer, which
+			// it would otherwise add in a request of its own before its
+			// first apply. A Pull member's agent adds its own: a Work of a
+			// member whose agent never came is deleted at once.
+			controllerutil.AddFinalizer(work, workv1alpha1.ExecutionFinalizer)
+		}
 		if work.Labels == nil {
 			work.Labels = map[string]string{}
 		}
@@ -685,6 +694,13 @@ func (r *Renderer) writeWork(ctx context.Context, s *rendering, member string, m
 		return nil
 	})
 	return err
+}
+
+// pushedTo says whether the hub applies the member's Works (Push, the
+// default), as far as the cache knows.
+func (r *Renderer) pushedTo(ctx context.Context, member string) bool {
+	m := &clusterv1alpha1.MemberCluster{}
+	return r.Client.Get(ctx, client.ObjectKey{Name: member}, m) == nil && m.Spec.SyncMode != clusterv1alpha1.Pull
 }
 
 // removeStaleWorks deletes the Works of members the binding no longer

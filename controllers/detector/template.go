@@ -333,6 +333,12 @@ func (r *templateReconciler) writeBinding(ctx context.Context, key TemplateKey, 
 			return fmt.Errorf("binding %s belongs to %s %s, another kind of the same name", obj.GetName(),
 				b.BindingSpec().Resource.APIVersion, b.BindingSpec().Resource.Kind)
 		}
+		if obj.GetResourceVersion() == "" {
+			// Created holding the render phase's finalizer: added by the
+			// render phase, it would be a write of its own racing the
+			// place phase's first decision on every new binding.
+			controllerutil.AddFinalizer(obj, workv1alpha1.BindingFinalizer)
+		}
 		setClaim(obj, &policy.Ref)
 		if err := controllerutil.SetOwnerReference(meta, obj, r.Client.Scheme()); err != nil {
 			return err
