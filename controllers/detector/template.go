@@ -2,6 +2,9 @@ package detector
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -27,6 +30,7 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/federatednamespace"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/policymatch"
@@ -326,6 +330,10 @@ func (r *templateReconciler) writeBinding(ctx context.Context, key TemplateKey, 
 	if err != nil {
 		return err
 	}
+	content, err := contentOf(full)
+	if err != nil {
+		return err
+	}
 	b := newBinding(key)
 	obj := b.(client.Object)
 	_, err = controllerutil.CreateOrPatch(ctx, r.Client, obj, func() error {
@@ -344,13 +352,27 @@ func (r *templateReconciler) writeBinding(ctx context.Context, key TemplateKey, 
 			return err
 		}
 		spec := b.BindingSpec()
+		version := full.GetResourceVersion()
+		if obj.GetAnnotations()[workv1alpha1.TemplateContentAnnotation] == content && spec.Resource.UID == full.GetUID() {
+			// Only what members never receive changed (the template's
+			// status, written by the hub's own controllers; server-set
+			// metadata): the binding keeps the version it follows, and
+			// no new generation sets every phase to work again.
+			version = spec.Resource.ResourceVersion
+		}
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[workv1alpha1.TemplateContentAnnotation] = content
+		obj.SetAnnotations(annotations)
 		spec.Resource = workv1alpha1.ObjectReference{
 			APIVersion:      key.GVK.GroupVersion().String(),
 			Kind:            key.GVK.Kind,
 			Namespace:       key.Namespace,
 			Name:            key.Name,
 			UID:             full.GetUID(),
-			ResourceVersion: full.GetResourceVersion(),
+			ResourceVersion: version,
 		}
 		spec.Replicas = count
 		spec.ReplicaRequirements = requirements
@@ -368,6 +390,16 @@ func (r *templateReconciler) writeBinding(ctx context.Context, key TemplateKey, 
 		}
 	}
 	return nil
+}
+
+// contentOf is a hash of the template as members receive it.
+func contentOf(template *unstructured.Unstructured) (string, error) {
+	raw, err := json.Marshal(binding.Strip(template).Object)
+	if err != nil {
+		return "", fmt.Errorf("hash %s %s: %w", template.GetKind(), template.GetName(), err)
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:16]), nil
 }
 
 // interpretationFailed says on the template's binding, when it has one,

@@ -19,6 +19,13 @@ const (
 	// conflictResolution is then Abort, and a conflict's message carries it.
 	OverwriteRefusedAnnotation = "work.flotilla.io/overwrite-refused"
 
+	// TemplateContentAnnotation on a binding is a hash of its template as
+	// members receive it (binding.Strip: no status, no server-set
+	// metadata): spec.resource.resourceVersion follows the template only
+	// when that changes, so that the hub's controllers writing a
+	// template's status do not make a new binding generation.
+	TemplateContentAnnotation = "work.flotilla.io/template-content"
+
 	// RenderedAtAnnotation on a Work is when the binding controller last
 	// wrote different manifests (RFC 3339, nanoseconds): the start of the
 	// render-to-applied and render-to-healthy latency metrics.
