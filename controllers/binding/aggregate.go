@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,8 +30,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/cache"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -80,7 +77,7 @@ type Aggregator struct {
 	// counts); nil writes every change at once.
 	Reports *pacing.Reports
 
-	written lastWrites
+	written lastWrites[aggregatedFields]
 }
 
 // DefaultCoalesce is the Aggregator's default wait for a burst's further
@@ -473,44 +470,4 @@ func setAggregated(b workv1alpha1.Binding, f aggregatedFields) {
 		kept = append(kept, *c.DeepCopy())
 	}
 	s.Conditions = kept
-}
-
-// rememberWrites is how long the aggregate phase takes its own last write
-// of a binding over the cache's: longer than the cache lags on a loaded hub.
-const rememberWrites = time.Minute
-
-// lastWrites is what the aggregate phase last wrote of each binding, kept
-// for rememberWrites: a binding aggregated again before the cache shows
-// that write starts from it (its transition times). Safe for concurrent use.
-type lastWrites struct {
-	once    sync.Once
-	written *cache.Expiring // key → lastWrite
-}
-
-type lastWrite struct {
-	uid    types.UID
-	fields aggregatedFields
-}
-
-func (w *lastWrites) entries() *cache.Expiring {
-	w.once.Do(func() { w.written = cache.NewExpiring() })
-	return w.written
-}
-
-func (w *lastWrites) remember(key types.NamespacedName, uid types.UID, f aggregatedFields) {
-	w.entries().Set(key, lastWrite{uid: uid, fields: f}, rememberWrites)
-}
-
-// get is the last write of the binding key with uid (not of an earlier
-// binding of the same name), if made within rememberWrites.
-func (w *lastWrites) get(key types.NamespacedName, uid types.UID) (aggregatedFields, bool) {
-	v, ok := w.entries().Get(key)
-	if !ok || v.(lastWrite).uid != uid {
-		return aggregatedFields{}, false
-	}
-	return v.(lastWrite).fields, true
-}
-
-func (w *lastWrites) forget(key types.NamespacedName) {
-	w.entries().Delete(key)
 }

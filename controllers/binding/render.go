@@ -85,6 +85,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/membernames"
 	"github.com/flotilla-io/flotilla/internal/overrides"
 	"github.com/flotilla-io/flotilla/internal/removal"
+	"github.com/flotilla-io/flotilla/internal/statusapply"
 	"github.com/flotilla-io/flotilla/internal/tenancy"
 )
 
@@ -135,6 +136,8 @@ type Renderer struct {
 	KindChanged map[string]<-chan event.TypedGenericEvent[schema.GroupVersionKind]
 
 	deps dependencyIndex
+	// written is what this phase last wrote of each binding's status.
+	written lastWrites[renderedFields]
 }
 
 // SetupWithManager registers one controller per binding kind.
@@ -212,9 +215,14 @@ func (r *Renderer) Reconcile(ctx context.Context, kind string, req ctrl.Request)
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.deps.Set(key, nil)
+			r.written.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
+	}
+	// The binding as this phase last wrote it, if the cache lags that write.
+	if last, ok := r.written.get(req.NamespacedName, b.GetUID()); ok {
+		setRendered(b, last)
 	}
 	if b.GetDeletionTimestamp().IsZero() {
 		if _, err := finalizers.EnsureFinalizer(ctx, r.Client, b, workv1alpha1.BindingFinalizer); err != nil {
@@ -293,15 +301,49 @@ func renderedOf(b workv1alpha1.Binding) renderedFields {
 	return f
 }
 
+// setRendered puts what the render phase last wrote into b's status.
+func setRendered(b workv1alpha1.Binding, f renderedFields) {
+	if rb, ok := b.(*workv1alpha1.ResourceBinding); ok {
+		rb.Status.RenderedUsage = nil
+		if len(f.RenderedUsage) > 0 {
+			rb.Status.RenderedUsage = f.RenderedUsage.DeepCopy()
+		}
+	}
+	// As written: conditions.Set would stamp the cache's generation on it.
+	s := b.BindingStatus()
+	kept := s.Conditions[:0:0]
+	for _, c := range s.Conditions {
+		if c.Type != workv1alpha1.ConditionRendered {
+			kept = append(kept, c)
+		}
+	}
+	for _, c := range f.Conditions {
+		kept = append(kept, *c.DeepCopy())
+	}
+	s.Conditions = kept
+}
+
 // writeStatus writes what the render phase owns of the binding's status in
-// one request (applyStatus), and none when it did not change.
+// one request, and none when it did not change. Without the optimistic
+// lock, as the aggregate phase writes (docs/design.md): the phase makes
+// its fields from the binding's spec and its Works in the cache, which
+// only moves forward, one reconcile per binding at a time, and starts from
+// its own last write while the cache lags it; the lock only refused it
+// whenever another phase had written the binding since the cache's copy
+// (~140 refusals in a burst of 100 Deployments × 3 members, each followed
+// by a whole rendering again).
 func (r *Renderer) writeStatus(ctx context.Context, kind string, was renderedFields, b workv1alpha1.Binding) error {
 	now := renderedOf(b)
 	if apiequality.Semantic.DeepEqual(was, now) {
 		return nil
 	}
-	// A binding whose last finalizer went is gone: nothing to say on it.
-	return client.IgnoreNotFound(applyStatus(ctx, r.Client, kind, b, RendererFieldManager, now))
+	key := client.ObjectKeyFromObject(b)
+	if err := statusapply.Apply(ctx, r.Client, workv1alpha1.GroupVersion.WithKind(kind), key, "", RendererFieldManager, now); err != nil {
+		// A binding whose last finalizer went is gone: nothing to say on it.
+		return client.IgnoreNotFound(err)
+	}
+	r.written.remember(key, b.GetUID(), now)
+	return nil
 }
 
 // minPositive is the smaller of two waits, 0 meaning none.
