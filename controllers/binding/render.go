@@ -155,8 +155,11 @@ func (r *Renderer) SetupWithManager(ctx context.Context, mgr ctrl.Manager, optio
 		b := ctrl.NewControllerManagedBy(mgr).
 			Named("works-"+strings.ToLower(kind)).
 			For(NewBinding(kind), builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted()))).
+			// A Work changed by someone else is written back, one deleted is
+			// made again; the creation of its own Works is no news.
 			Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(WorkToBinding(kind)),
-				builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deleted()))).
+				builder.WithPredicates(predicate.And[client.Object](notCreated(),
+					predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deleted())))).
 			Watches(&policyv1alpha1.ClusterOverridePolicy{}, handler.EnqueueRequestsFromMapFunc(r.allBindings(kind)),
 				builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 			Watches(&clusterv1alpha1.MemberCluster{}, handler.EnqueueRequestsFromMapFunc(r.bindingsOnMember(kind)),
@@ -968,6 +971,11 @@ func deletionStarted() predicate.Predicate {
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
+}
+
+// notCreated passes all but creations.
+func notCreated() predicate.Predicate {
+	return predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}
 }
 
 // deleted passes deletions only.

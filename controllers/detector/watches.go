@@ -98,10 +98,38 @@ func templateChanged() predicate.TypedPredicate[*metav1.PartialObjectMetadata] {
 			if old.GetResourceVersion() == cur.GetResourceVersion() {
 				return false // a resync
 			}
+			if cur.GetGeneration() != 0 && firstClaim(old, cur) {
+				return false
+			}
 			return cur.GetGeneration() == 0 ||
 				old.GetGeneration() != cur.GetGeneration() ||
 				!maps.Equal(old.GetLabels(), cur.GetLabels()) ||
 				!old.GetDeletionTimestamp().Equal(cur.GetDeletionTimestamp())
 		},
 	}
+}
+
+// firstClaim says whether an update only records a first claim: the
+// detector's own write, made in the reconcile that also wrote the
+// binding, whose echo would read the template and its binding again for
+// nothing (one reconcile in two of a burst of new templates). A Deployment
+// counts a change of its annotations (the claim's among them) as a new
+// generation: one more generation is the claim's own, when nothing but
+// the claim's labels and annotations changed. Any other write is an event
+// of its own.
+func firstClaim(old, cur metav1.Object) bool {
+	if claimOf(old) != nil || claimOf(cur) == nil ||
+		(cur.GetGeneration() != old.GetGeneration() && cur.GetGeneration() != old.GetGeneration()+1) ||
+		!old.GetDeletionTimestamp().Equal(cur.GetDeletionTimestamp()) {
+		return false
+	}
+	without := func(m map[string]string, keys []string) map[string]string {
+		out := maps.Clone(m)
+		for _, k := range keys {
+			delete(out, k)
+		}
+		return out
+	}
+	return maps.Equal(without(old.GetLabels(), claimLabelKeys), without(cur.GetLabels(), claimLabelKeys)) &&
+		maps.Equal(without(old.GetAnnotations(), claimAnnotationKeys), without(cur.GetAnnotations(), claimAnnotationKeys))
 }

@@ -79,7 +79,7 @@ func BenchmarkPropagationLatency(b *testing.B) {
 			quantileMs(lags.memberToBinding, 0.5), quantileMs(lags.memberToBinding, 0.99),
 			quantileMs(lags.memberToWork, 0.5), quantileMs(lags.memberToWork, 0.99),
 			quantileMs(lags.workToBinding, 0.5), quantileMs(lags.workToBinding, 0.99))
-		if times, err := controllerTimes(ctx, f, "execution", "status-resourcebinding"); err == nil {
+		if times, err := controllerTimes(ctx, f, "execution", "status-resourcebinding", "works-resourcebinding", "detector"); err == nil {
 			fmt.Fprintln(os.Stderr, "  "+times)
 		} else {
 			fmt.Fprintln(os.Stderr, "  no controller times:", err)
