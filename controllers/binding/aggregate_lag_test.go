@@ -42,26 +42,8 @@ func TestAnAggregationStartsFromItsOwnLastWriteWhileTheCacheLags(t *testing.T) {
 	w.Name, w.Labels[workv1alpha1.BindingPermanentIDLabel] = "web-m1", "b-1"
 	key := client.ObjectKey{Namespace: "fleet", Name: "web-deployment"}
 
-	type write struct {
-		Metadata metav1.ObjectMeta                  `json:"metadata"`
-		Status   workv1alpha1.ResourceBindingStatus `json:"status"`
-	}
-	var writes []write
-	// Status writes are answered but never reach the cache: it lags them.
-	cache := interceptor.NewClient(fake.NewClientBuilder().WithScheme(s).WithObjects(rb, &w).Build(), interceptor.Funcs{
-		SubResourceApply: func(_ context.Context, _ client.Client, _ string, obj runtime.ApplyConfiguration, _ ...client.SubResourceApplyOption) error {
-			raw, err := json.Marshal(obj)
-			if err != nil {
-				return err
-			}
-			var sent write
-			if err := json.Unmarshal(raw, &sent); err != nil {
-				return err
-			}
-			writes = append(writes, sent)
-			return nil
-		},
-	})
+	var writes []statusWrite
+	cache := lagging(fake.NewClientBuilder().WithScheme(s).WithObjects(rb, &w).Build(), &writes)
 	r := &Aggregator{Client: cache, Recorder: events.NewFakeRecorder(10), Now: func() time.Time { return now }}
 	aggregate := func() {
 		t.Helper()
@@ -95,4 +77,29 @@ func TestAnAggregationStartsFromItsOwnLastWriteWhileTheCacheLags(t *testing.T) {
 	if len(last) != 1 || last[0].Health != workv1alpha1.ResourceHealthy || last[0].HealthTransitionTime == nil || !last[0].HealthTransitionTime.Equal(&t1) {
 		t.Errorf("written again: %+v; want m1 Healthy since %s, as this phase last wrote", last, t1)
 	}
+}
+
+// statusWrite is what a phase's status apply sent.
+type statusWrite struct {
+	Metadata metav1.ObjectMeta                  `json:"metadata"`
+	Status   workv1alpha1.ResourceBindingStatus `json:"status"`
+}
+
+// lagging is c whose status applies are answered and recorded in writes
+// but never reach c: a cache that lags them.
+func lagging(c client.WithWatch, writes *[]statusWrite) client.WithWatch {
+	return interceptor.NewClient(c, interceptor.Funcs{
+		SubResourceApply: func(_ context.Context, _ client.Client, _ string, obj runtime.ApplyConfiguration, _ ...client.SubResourceApplyOption) error {
+			raw, err := json.Marshal(obj)
+			if err != nil {
+				return err
+			}
+			var sent statusWrite
+			if err := json.Unmarshal(raw, &sent); err != nil {
+				return err
+			}
+			*writes = append(*writes, sent)
+			return nil
+		},
+	})
 }

@@ -2,7 +2,6 @@ package binding
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -47,26 +45,8 @@ func TestARenderingStartsFromItsOwnLastWriteWhileTheCacheLags(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleet"}}
 	key := client.ObjectKeyFromObject(rb)
 
-	type write struct {
-		Metadata metav1.ObjectMeta                  `json:"metadata"`
-		Status   workv1alpha1.ResourceBindingStatus `json:"status"`
-	}
-	var writes []write
-	// Status writes are answered but never reach the cache: it lags them.
-	cache := interceptor.NewClient(fake.NewClientBuilder().WithScheme(s).WithObjects(rb, ns).Build(), interceptor.Funcs{
-		SubResourceApply: func(_ context.Context, _ client.Client, _ string, obj runtime.ApplyConfiguration, _ ...client.SubResourceApplyOption) error {
-			raw, err := json.Marshal(obj)
-			if err != nil {
-				return err
-			}
-			var sent write
-			if err := json.Unmarshal(raw, &sent); err != nil {
-				return err
-			}
-			writes = append(writes, sent)
-			return nil
-		},
-	})
+	var writes []statusWrite
+	cache := lagging(fake.NewClientBuilder().WithScheme(s).WithObjects(rb, ns).Build(), &writes)
 	r := &Renderer{Client: cache, APIReader: cache, Recorder: events.NewFakeRecorder(10)}
 	render := func(wantReason string) {
 		t.Helper()

@@ -37,25 +37,12 @@ func TestBindingsAndWorksAreCreatedHoldingTheirFinalizers(t *testing.T) {
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.ExecutionNamespace(pulled)}})
 	namespace(t, ns, true)
 
-	watcher, err := client.NewWithWatch(hub.Config, client.Options{Scheme: hub.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	wctx, stop := context.WithCancel(ctx())
 	defer stop()
-	bindings, err := watcher.Watch(wctx, &workv1alpha1.ResourceBindingList{}, client.InNamespace(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bindings.Stop()
+	bindings := watchHub(wctx, t, &workv1alpha1.ResourceBindingList{}, ns)
 	works := map[string]watch.Interface{}
 	for _, m := range []string{member1, pulled} {
-		w, err := watcher.Watch(wctx, &workv1alpha1.WorkList{}, client.InNamespace(clusterv1alpha1.ExecutionNamespace(m)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
-		works[m] = w
+		works[m] = watchHub(wctx, t, &workv1alpha1.WorkList{}, clusterv1alpha1.ExecutionNamespace(m))
 	}
 
 	createYAML(t, `apiVersion: policy.flotilla.io/v1alpha1
@@ -127,17 +114,9 @@ data: {k: v}
 func TestANewBindingIsNotWrittenUntilPlaced(t *testing.T) {
 	const ns = "unplaced"
 	namespace(t, ns, true)
-	watcher, err := client.NewWithWatch(hub.Config, client.Options{Scheme: hub.Client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	wctx, stop := context.WithCancel(ctx())
 	defer stop()
-	events, err := watcher.Watch(wctx, &workv1alpha1.ResourceBindingList{}, client.InNamespace(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer events.Stop()
+	events := watchHub(wctx, t, &workv1alpha1.ResourceBindingList{}, ns)
 	createYAML(t, `apiVersion: policy.flotilla.io/v1alpha1
 kind: PropagationPolicy
 metadata: {name: web, namespace: unplaced}
@@ -189,4 +168,20 @@ data: {k: v}
 		}
 		return hasCondition(rb, workv1alpha1.ConditionFullyApplied, metav1.ConditionFalse, workv1alpha1.BindingReasonNotScheduled, "")
 	})
+}
+
+// watchHub watches the hub's objects of list's kind in namespace from now
+// on, until ctx ends.
+func watchHub(ctx context.Context, t *testing.T, list client.ObjectList, namespace string) watch.Interface {
+	t.Helper()
+	watcher, err := client.NewWithWatch(hub.Config, client.Options{Scheme: hub.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := watcher.Watch(ctx, list, client.InNamespace(namespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return w
 }
