@@ -88,9 +88,14 @@ func metadataListOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadataLi
 // templateChanged passes the template events that can change a claim or a
 // binding: creation, deletion, and updates of what the template asks for.
 // For kinds that count generations, an update counts when the generation,
-// labels or deletion timestamp change, so that the hub's own controllers
-// writing a template's status (a Deployment's, say) do not wake the
-// detector; kinds without generations (ConfigMap, Secret, …) count every update.
+// labels, annotations (members receive them, and most kinds do not count
+// them as a generation) or deletion timestamp change, so that the hub's
+// own controllers writing a template's status (a Deployment's, say) do not
+// wake the detector; kinds without generations (ConfigMap, Secret, …)
+// count every update. An annotation the hub's controllers write
+// (deployment.kubernetes.io/revision) wakes it for nothing: the binding
+// follows the template's content as members receive it, which that
+// annotation is not part of.
 func templateChanged() predicate.TypedPredicate[*metav1.PartialObjectMetadata] {
 	return predicate.TypedFuncs[*metav1.PartialObjectMetadata]{
 		UpdateFunc: func(e event.TypedUpdateEvent[*metav1.PartialObjectMetadata]) bool {
@@ -104,6 +109,7 @@ func templateChanged() predicate.TypedPredicate[*metav1.PartialObjectMetadata] {
 			return cur.GetGeneration() == 0 ||
 				old.GetGeneration() != cur.GetGeneration() ||
 				!maps.Equal(old.GetLabels(), cur.GetLabels()) ||
+				!maps.Equal(old.GetAnnotations(), cur.GetAnnotations()) ||
 				!old.GetDeletionTimestamp().Equal(cur.GetDeletionTimestamp())
 		},
 	}

@@ -38,6 +38,8 @@ func TestTemplateChangedPassesAllButTheDetectorsOwnFirstClaim(t *testing.T) {
 		{"a claim removed", meta(1, "1", map[string]string{pp: "u1"}), meta(1, "2", nil), true},
 		{"the first claim of a kind without generations", meta(0, "1", nil), meta(0, "2", map[string]string{pp: "u1"}), true},
 		{"a status write", meta(1, "1", map[string]string{pp: "u1"}), meta(1, "2", map[string]string{pp: "u1"}), false},
+		{"an annotation of a kind that does not count it as a generation", meta(1, "1", map[string]string{pp: "u1"}),
+			annotated(meta(1, "2", map[string]string{pp: "u1"}), map[string]string{"team": "a"}), true},
 		{"a resync", meta(1, "1", nil), meta(1, "1", nil), false},
 	}
 	p := templateChanged()

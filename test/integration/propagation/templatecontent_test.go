@@ -89,3 +89,50 @@ spec:
 		t.Errorf("the template's content hash did not change with its label: %s", rb.Annotations[workv1alpha1.TemplateContentAnnotation])
 	}
 }
+
+// TestATemplatesAnnotationReachesItsMembers: a StatefulSet does not count
+// an annotation change as a new generation; the detector still follows it,
+// the binding takes the new content and the member receives the
+// annotation.
+func TestATemplatesAnnotationReachesItsMembers(t *testing.T) {
+	const ns = "annotated"
+	namespace(t, ns, true)
+	createYAML(t, `apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: db, namespace: annotated}
+spec:
+  resourceSelectors: [{apiVersion: apps/v1, kind: StatefulSet, name: db}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: annotated}
+spec:
+  replicas: 1
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: db, image: db:1}]
+`)
+	rb := bindAndSchedule(t, ns, "db", "StatefulSet", placement(member1, 1))
+	eventually(t, "the StatefulSet applied to member1", func() error { return appliedOn(rb, 1) })
+
+	tmpl := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}}
+	update(t, hub.Client, tmpl, func(s *appsv1.StatefulSet) {
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations["backup.example.com/schedule"] = "nightly"
+	})
+	eventually(t, "the annotation in member1", func() error {
+		s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}}
+		if err := inMember(member1, s); err != nil {
+			return err
+		}
+		if s.Annotations["backup.example.com/schedule"] != "nightly" {
+			return fmt.Errorf("annotations in member1 %v", s.Annotations)
+		}
+		return nil
+	})
+}
