@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -591,31 +590,16 @@ func sampleProcess(ctx context.Context, pid int, d time.Duration, until func() b
 	return s
 }
 
-// residentBytes is VmRSS of /proc/<pid>/status.
+// residentBytes is a process's resident memory now.
 func residentBytes(pid int) int64 {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	rss, err := fleet.ProcessResidentBytes(pid)
 	Expect(err).NotTo(HaveOccurred())
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
-			Expect(err).NotTo(HaveOccurred())
-			return kb << 10
-		}
-	}
-	Fail("no VmRSS for pid " + strconv.Itoa(pid))
-	return 0
+	return rss
 }
 
-// cpuTime is utime + stime of /proc/<pid>/stat, in clock ticks of 100 Hz
-// (USER_HZ on Linux).
+// cpuTime is the CPU time a process has used so far.
 func cpuTime(pid int) time.Duration {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	t, err := fleet.ProcessCPUTime(pid)
 	Expect(err).NotTo(HaveOccurred())
-	// The command name may hold spaces: fields count from after its ")".
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	Expect(err1).NotTo(HaveOccurred())
-	Expect(err2).NotTo(HaveOccurred())
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	return t
 }

@@ -120,8 +120,8 @@ func (r *Aggregator) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 			Named("status-"+strings.ToLower(kind)).
 			// A new placement and the Works it makes, applied and reporting
 			// just after, are one aggregation.
-			Watches(NewBinding(kind), enqueueCoalesced(self, r.Coalesce), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-			Watches(&workv1alpha1.Work{}, enqueueCoalesced(WorkToBinding(kind), r.Coalesce)).
+			Watches(NewBinding(kind), pacing.EnqueueCoalesced(self, r.Coalesce), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			Watches(&workv1alpha1.Work{}, pacing.EnqueueCoalesced(WorkToBinding(kind), r.Coalesce)).
 			WithOptions(options).
 			Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 				return r.Reconcile(ctx, kind, req)

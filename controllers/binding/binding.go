@@ -7,11 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -92,42 +90,6 @@ func Requests(ctx context.Context, c client.Reader, kind string, opts ...client.
 // self maps a binding to its own request.
 func self(_ context.Context, b client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(b)}}
-}
-
-// enqueueCoalesced is handler.EnqueueRequestsFromMapFunc with a delay:
-// the requests mapFn makes are queued after window, and those made again
-// while they wait are not queued twice (a delaying queue keeps an item's
-// earliest time). A burst of events about one binding — its members' Works
-// created, applied and reporting within moments of each other — then
-// becomes one reconcile and one write, at most window late.
-func enqueueCoalesced(mapFn handler.MapFunc, window time.Duration) handler.EventHandler {
-	if window <= 0 {
-		return handler.EnqueueRequestsFromMapFunc(mapFn)
-	}
-	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
-		for _, obj := range objs {
-			if obj == nil {
-				continue
-			}
-			for _, req := range mapFn(ctx, obj) {
-				q.AddAfter(req, window)
-			}
-		}
-	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.Object)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.ObjectOld, e.ObjectNew)
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.Object)
-		},
-		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, e.Object)
-		},
-	}
 }
 
 // applyStatus writes the status fields a phase owns in one request, as the

@@ -49,14 +49,17 @@ func BenchmarkHubApply(b *testing.B) {
 			b.Fatal(err)
 		}
 		before := hubAdmission(ctx, b, f)
+		cpu := readCPU(b, f)
 		b.ResetTimer()
 		hub := timeApply(ctx, b, f.Hub.Client, ns, workloads)
 		b.StopTimer()
+		hubCPU := readCPU(b, f).minus(cpu)
 		applied := hubAdmission(ctx, b, f)
 		during := applied.minus(before)
 		b.StartTimer()
 		bare := timeApply(ctx, b, plain, ns, workloads)
 		b.StopTimer()
+		bareCPU := readCPU(b, f).minus(hubCPU.end)
 
 		// What the templates cost the hub once applied: give its
 		// controllers 10 s to do what they do with them.
@@ -90,6 +93,8 @@ func BenchmarkHubApply(b *testing.B) {
 		for _, c := range tmpl.Status.Conditions {
 			fmt.Fprintf(os.Stderr, "template w000 on the hub: %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
 		}
+		fmt.Fprintf(os.Stderr, "CPU during the hub's apply (%s):\n%s", hub.Round(time.Millisecond), hubCPU)
+		fmt.Fprintf(os.Stderr, "CPU during the plain apiserver's apply (%s):\n%s", bare.Round(time.Millisecond), bareCPU)
 		fmt.Fprintf(os.Stderr, "hub apiserver during the hub's apply:\n%s", during)
 		fmt.Fprintf(os.Stderr, "hub apiserver in the 10 s after it:\n%s", after)
 	}
@@ -132,6 +137,78 @@ func startPlainAPIServer(b *testing.B) (client.Client, func()) {
 		b.Fatal(err)
 	}
 	return c, func() { _ = env.Stop() }
+}
+
+// cpuReading is the CPU time each of the fleet's processes and the whole
+// machine (/proc/stat, every process, the plain apiserver's among them)
+// had used at one moment, or, after minus, within a window.
+type cpuReading struct {
+	at      time.Time
+	machine time.Duration
+	process map[string]time.Duration
+	// end is the later reading of a window, to start the next one from.
+	end *cpuReading
+	// wall is the window's length.
+	wall time.Duration
+}
+
+func readCPU(b *testing.B, f *fleet.Fleet) *cpuReading {
+	b.Helper()
+	process, err := f.CPUTime()
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The first line sums every CPU: user nice system idle iowait irq
+	// softirq steal ..., in ticks of 100 Hz; busy is all but idle and
+	// iowait.
+	fields := strings.Fields(strings.SplitN(string(raw), "\n", 2)[0])
+	busy := int64(0)
+	for i, v := range fields[1:] {
+		if i == 3 || i == 4 {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/stat: %v", err)
+		}
+		busy += n
+	}
+	return &cpuReading{at: time.Now(), machine: time.Duration(busy) * 10 * time.Millisecond, process: process}
+}
+
+func (r *cpuReading) minus(earlier *cpuReading) *cpuReading {
+	out := &cpuReading{at: earlier.at, machine: r.machine - earlier.machine, process: map[string]time.Duration{}, end: r, wall: r.at.Sub(earlier.at)}
+	for k, v := range r.process {
+		out.process[k] = v - earlier.process[k]
+	}
+	return out
+}
+
+// String lists the busiest processes first, in cores (CPU seconds per
+// second of the window), and what the rest of the machine used.
+func (r *cpuReading) String() string {
+	keys := make([]string, 0, len(r.process))
+	fleetTotal := time.Duration(0)
+	for k, v := range r.process {
+		keys = append(keys, k)
+		fleetTotal += v
+	}
+	sort.Slice(keys, func(i, j int) bool { return r.process[keys[i]] > r.process[keys[j]] })
+	cores := func(d time.Duration) float64 { return d.Seconds() / r.wall.Seconds() }
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "  machine: %.2f cores busy; the fleet's processes %.2f, the rest (the plain apiserver and its etcd, the benchmark, the system) %.2f\n",
+		cores(r.machine), cores(fleetTotal), cores(r.machine-fleetTotal))
+	for _, k := range keys {
+		if r.process[k] < r.wall/100 {
+			break
+		}
+		fmt.Fprintf(&sb, "  %s: %.2f cores\n", k, cores(r.process[k]))
+	}
+	return sb.String()
 }
 
 // admission is what the hub apiserver's metrics say of requests: per

@@ -1,6 +1,7 @@
 package propagation_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -273,4 +275,54 @@ spec:
 		}
 		return nil
 	})
+}
+
+// TestABurstOfTemplatesIsOneWriteOfItsPolicyPerSecond: a policy's
+// condition counts the templates it propagates; 60 templates applied one
+// after another change that count 60 times, and each change was a status
+// write of the policy. Template events now wait a second for more, so the
+// policy is written at most once a second of the burst (and once more as
+// it settles), and what it finally says counts every template.
+func TestABurstOfTemplatesIsOneWriteOfItsPolicyPerSecond(t *testing.T) {
+	const ns, templates = "policy-burst", 60
+	namespace(t, ns, true)
+	createYAML(t, `
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: many, namespace: policy-burst}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {app: many}}}]
+`)
+	policyCondition(t, ns, "many", "False", policyv1alpha1.NoMatchingTemplatesReason, "no template matches the resourceSelectors")
+
+	c, cancel := context.WithCancel(ctx())
+	defer cancel()
+	w := watchHub(c, t, &policyv1alpha1.PropagationPolicyList{}, ns)
+	began := time.Now()
+	for i := range templates {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%02d", i), Labels: map[string]string{"app": "many"}}}
+		if err := hub.Client.Create(ctx(), cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	policyCondition(t, ns, "many", "True", policyv1alpha1.PropagatingReason, fmt.Sprintf("propagates %d templates", templates))
+	elapsed := time.Since(began)
+
+	writes := 0
+	for drained := false; !drained; {
+		select {
+		case e := <-w.ResultChan():
+			if e.Type == watch.Modified {
+				writes++
+			}
+		case <-time.After(200 * time.Millisecond):
+			drained = true
+		}
+	}
+	// One write per started second of the burst, one as it settles.
+	allowed := int(elapsed/time.Second) + 2
+	t.Logf("%d templates created and counted in %s: %d writes of the policy (at most %d allowed)", templates, elapsed.Round(time.Millisecond), writes, allowed)
+	if writes == 0 || writes > allowed {
+		t.Fatalf("the policy was written %d times while %d templates came in %s; want 1 to %d", writes, templates, elapsed.Round(time.Millisecond), allowed)
+	}
 }

@@ -1,0 +1,51 @@
+package pacing
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// EnqueueCoalesced is handler.TypedEnqueueRequestsFromMapFunc with a delay:
+// the requests mapFn makes are queued after window, and those made again
+// while they wait are not queued twice (a delaying queue keeps an item's
+// earliest time). A burst of events about one object — a binding's member
+// Works created, applied and reporting within moments of each other; a
+// policy's templates applied one after another — then becomes one
+// reconcile and one write, at most window late. A window of zero or less
+// queues at once.
+func EnqueueCoalesced[T client.Object](mapFn handler.TypedMapFunc[T, reconcile.Request], window time.Duration) handler.TypedEventHandler[T, reconcile.Request] {
+	if window <= 0 {
+		return handler.TypedEnqueueRequestsFromMapFunc(mapFn)
+	}
+	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...T) {
+		var none T
+		for _, obj := range objs {
+			if any(obj) == any(none) {
+				continue
+			}
+			for _, req := range mapFn(ctx, obj) {
+				q.AddAfter(req, window)
+			}
+		}
+	}
+	return handler.TypedFuncs[T, reconcile.Request]{
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, q, e.Object)
+		},
+	}
+}
