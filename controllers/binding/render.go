@@ -115,6 +115,10 @@ type Renderer struct {
 	APIReader client.Reader
 	// Recorder records events on templates.
 	Recorder events.EventRecorder
+	// Templates hands over the templates the detector has just read, so
+	// that a new binding's template is not read twice; nil reads every
+	// template from the API server.
+	Templates *RecentTemplates
 	// RESTMapper tells which kinds are namespaced, for the tenancy rule;
 	// the manager's when not set.
 	RESTMapper meta.RESTMapper
@@ -454,6 +458,10 @@ func (r *Renderer) readTemplate(ctx context.Context, s *rendering) (bool, error)
 				res.Kind, objectName(res.Namespace, res.Name), s.binding.GetNamespace())
 			return false, nil
 		}
+	}
+	if t, ok := r.Templates.Get(res, s.binding.GetAnnotations()[workv1alpha1.TemplateContentAnnotation]); ok {
+		s.template = t
+		return true, nil
 	}
 	t := &unstructured.Unstructured{}
 	t.SetAPIVersion(res.APIVersion)

@@ -41,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
@@ -74,6 +75,9 @@ type Detector struct {
 	// KindChanged, when set, carries kinds whose templates are to be read
 	// again (their interpreter customizations changed).
 	KindChanged <-chan event.TypedGenericEvent[schema.GroupVersionKind]
+	// Templates, when set, hands the templates read here to the render
+	// phase (binding.RecentTemplates).
+	Templates *binding.RecentTemplates
 }
 
 // SetupWithManager registers the template controller and the two policy

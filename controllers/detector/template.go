@@ -2,9 +2,6 @@ package detector
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -274,6 +271,7 @@ func bindingOf(b workv1alpha1.Binding, key TemplateKey) bool {
 // binding's owner reference would let the garbage collector do it; doing it
 // here is immediate and does not depend on one running.
 func (r *templateReconciler) deleteBinding(ctx context.Context, key TemplateKey) error {
+	r.Templates.Forget(key.GVK.GroupVersion().String(), key.GVK.Kind, key.Namespace, key.Name)
 	b := newBinding(key)
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(b), b.(client.Object)); err != nil {
 		return client.IgnoreNotFound(err)
@@ -330,10 +328,11 @@ func (r *templateReconciler) writeBinding(ctx context.Context, key TemplateKey, 
 	if err != nil {
 		return err
 	}
-	content, err := contentOf(full)
+	content, size, err := binding.Content(full)
 	if err != nil {
 		return err
 	}
+	r.Templates.Remember(full, content, size)
 	b := newBinding(key)
 	obj := b.(client.Object)
 	_, err = controllerutil.CreateOrPatch(ctx, r.Client, obj, func() error {
@@ -390,16 +389,6 @@ func (r *templateReconciler) writeBinding(ctx context.Context, key TemplateKey, 
 		}
 	}
 	return nil
-}
-
-// contentOf is a hash of the template as members receive it.
-func contentOf(template *unstructured.Unstructured) (string, error) {
-	raw, err := json.Marshal(binding.Strip(template).Object)
-	if err != nil {
-		return "", fmt.Errorf("hash %s %s: %w", template.GetKind(), template.GetName(), err)
-	}
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:16]), nil
 }
 
 // interpretationFailed says on the template's binding, when it has one,

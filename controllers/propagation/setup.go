@@ -138,14 +138,16 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}).SetupWithManager(mgr, "customization"); err != nil {
 		return fmt.Errorf("customization controller: %w", err)
 	}
+	templates := binding.NewRecentTemplates()
 	d := &detector.Detector{
 		Client: c, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), RESTMapper: mgr.GetRESTMapper(),
 		Recorder: mgr.GetEventRecorder("flotilla-detector"), Interpreter: interp, KindChanged: kindChanged,
+		Templates: templates,
 	}
 	if err := d.SetupWithManager(ctx, mgr, controller.TypedOptions[detector.TemplateKey]{MaxConcurrentReconciles: opts.Concurrency}); err != nil {
 		return fmt.Errorf("detector: %w", err)
 	}
-	br := &binding.Renderer{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-binding"), Removals: opts.Removals,
+	br := &binding.Renderer{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-binding"), Removals: opts.Removals, Templates: templates,
 		Interpreter: interp, KindChanged: map[string]<-chan event.TypedGenericEvent[schema.GroupVersionKind]{}}
 	for kind, ch := range bindingsChanged {
 		br.KindChanged[kind] = ch
