@@ -189,11 +189,15 @@ func readCPU(b *testing.B, f *fleet.Fleet) *cpuReading {
 		b.Fatal(err)
 	}
 	// The first line sums every CPU: user nice system idle iowait irq
-	// softirq steal ..., in ticks of 100 Hz; busy is all but idle and
-	// iowait.
+	// softirq steal guest guest_nice, in ticks of 100 Hz; busy is the
+	// first eight but idle and iowait (guest time is counted in user
+	// and nice already).
 	fields := strings.Fields(strings.SplitN(string(raw), "\n", 2)[0])
+	if len(fields) < 9 {
+		b.Fatalf("/proc/stat: %q", fields)
+	}
 	busy := int64(0)
-	for i, v := range fields[1:] {
+	for i, v := range fields[1:9] {
 		if i == 3 || i == 4 {
 			continue
 		}
