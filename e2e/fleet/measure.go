@@ -12,13 +12,19 @@ import (
 // ResidentMemory returns the resident set size in bytes of every running
 // process of the fleet, by "<cluster>/<binary>".
 func (f *Fleet) ResidentMemory() (map[string]int64, error) {
-	out := map[string]int64{}
+	return perProcess(f, ProcessResidentBytes)
+}
+
+// perProcess reads one measure of every running process of the fleet, by
+// "<cluster>/<binary>".
+func perProcess[T any](f *Fleet, read func(pid int) (T, error)) (map[string]T, error) {
+	out := map[string]T{}
 	for name, pid := range f.Processes() {
-		rss, err := ProcessResidentBytes(pid)
+		v, err := read(pid)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		out[name] = rss
+		out[name] = v
 	}
 	return out, nil
 }
@@ -45,15 +51,7 @@ func ProcessResidentBytes(pid int) (int64, error) {
 // the fleet has used so far, by "<cluster>/<binary>": two readings apart
 // tell where a window's CPU went.
 func (f *Fleet) CPUTime() (map[string]time.Duration, error) {
-	out := map[string]time.Duration{}
-	for name, pid := range f.Processes() {
-		t, err := ProcessCPUTime(pid)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		out[name] = t
-	}
-	return out, nil
+	return perProcess(f, ProcessCPUTime)
 }
 
 // ProcessCPUTime is utime + stime of /proc/<pid>/stat, counted in clock
