@@ -105,10 +105,16 @@ func newMember(t *testing.T, name string) {
 		m.Status.CapacityModel = &clusterv1alpha1.CapacityModel{ObservedTime: metav1.NewTime(time.Now().Add(-time.Hour)),
 			NodeGroups: []clusterv1alpha1.NodeGroup{{Count: 1, Free: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourcePods: resource.MustParse("10000")}}}}
 	}, true)
-	eventually(t, waitTimeout, "member "+name+" Ready", func() error {
+	// Ready, and the not-ready taint the member was born with taken off: a
+	// Divided binding created before that is placed without the member and,
+	// as in Karmada, not re-divided when it becomes eligible.
+	eventually(t, waitTimeout, "member "+name+" Ready and untainted", func() error {
 		m := getMember(t, name)
 		if !conditions.IsTrue(m, clusterv1alpha1.ConditionReady) {
 			return fmt.Errorf("Ready = %+v", conditions.Get(m, clusterv1alpha1.ConditionReady))
+		}
+		if len(m.Spec.Taints) > 0 {
+			return fmt.Errorf("taints %+v", m.Spec.Taints)
 		}
 		return nil
 	})
