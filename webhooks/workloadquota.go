@@ -27,8 +27,17 @@ import (
 // WorkloadQuotaPath is where the workload quota webhook is served.
 const WorkloadQuotaPath = "/validate-workload-quota"
 
-// +kubebuilder:webhook:path=/validate-workload-quota,mutating=false,failurePolicy=ignore,sideEffects=None,groups=apps,resources=deployments;deployments/scale;statefulsets;statefulsets/scale;replicasets;replicasets/scale,verbs=create;update,versions=v1,name=quota.workloads.apps.flotilla.io,admissionReviewVersions=v1,patch=`{"namespaceSelector":{"matchLabels":{"flotilla.io/federated":"true"}},"matchConditions":[{"name":"not-made-by-a-controller","expression":"!has(object.metadata.ownerReferences) || !object.metadata.ownerReferences.exists(r, has(r.controller) \u0026\u0026 r.controller)"},{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
-// +kubebuilder:webhook:path=/validate-workload-quota,mutating=false,failurePolicy=ignore,sideEffects=None,groups=batch,resources=jobs,verbs=create;update,versions=v1,name=quota.jobs.batch.flotilla.io,admissionReviewVersions=v1,patch=`{"namespaceSelector":{"matchLabels":{"flotilla.io/federated":"true"}},"matchConditions":[{"name":"not-made-by-a-controller","expression":"!has(object.metadata.ownerReferences) || !object.metadata.ownerReferences.exists(r, has(r.controller) \u0026\u0026 r.controller)"},{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
+// +kubebuilder:webhook:path=/validate-workload-quota,mutating=false,failurePolicy=ignore,sideEffects=None,groups=apps,resources=deployments;deployments/scale;statefulsets;statefulsets/scale;replicasets;replicasets/scale,verbs=create;update,versions=v1,name=quota.workloads.apps.flotilla.io,timeoutSeconds=2,admissionReviewVersions=v1,patch=`{"namespaceSelector":{"matchLabels":{"flotilla.io/federated":"true"}},"matchConditions":[{"name":"not-made-by-a-controller","expression":"!has(object.metadata.ownerReferences) || !object.metadata.ownerReferences.exists(r, has(r.controller) \u0026\u0026 r.controller)"},{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
+// +kubebuilder:webhook:path=/validate-workload-quota,mutating=false,failurePolicy=ignore,sideEffects=None,groups=batch,resources=jobs,verbs=create;update,versions=v1,name=quota.jobs.batch.flotilla.io,timeoutSeconds=2,admissionReviewVersions=v1,patch=`{"namespaceSelector":{"matchLabels":{"flotilla.io/federated":"true"}},"matchConditions":[{"name":"not-made-by-a-controller","expression":"!has(object.metadata.ownerReferences) || !object.metadata.ownerReferences.exists(r, has(r.controller) \u0026\u0026 r.controller)"},{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
+
+// WorkloadQuotaWebhooks name the warning webhooks of the markers above in
+// the ValidatingWebhookConfiguration. Their namespaceSelector is kept by the
+// quota controller (controllers/quota WebhookScope) to the federated
+// namespaces that hold a FederatedResourceQuota: a template written anywhere
+// else costs the hub no call to the manager. timeoutSeconds is short because
+// a warning is worth little against a template write stalled by a busy or
+// hung manager (failurePolicy Ignore admits it when the time is up).
+var WorkloadQuotaWebhooks = []string{"quota.workloads.apps.flotilla.io", "quota.jobs.batch.flotilla.io"}
 
 // WorkloadQuota gives fast feedback where the user acts: creating, updating
 // or scaling a workload template (Deployment, StatefulSet, ReplicaSet, Job)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -62,6 +63,7 @@ type options struct {
 	webhookPort            int
 	webhookCertDir         string
 	enableWebhooks         bool
+	webhookConfiguration   string
 	leaderElect            bool
 	schedulerRetryInterval time.Duration
 	schedulerWorkers       int
@@ -94,6 +96,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs/", "Directory holding tls.crt and tls.key of the webhook server.")
 	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true, "Serve the admission webhooks.")
+	fs.StringVar(&o.webhookConfiguration, "webhook-configuration-name", quotacontroller.DefaultWebhookConfiguration, "Name of the ValidatingWebhookConfiguration holding the manager's webhooks; the manager keeps its quota warning webhooks to the namespaces holding a FederatedResourceQuota. Its ClusterRole may patch this name only: change both together.")
 	fs.IntVar(&o.schedulerWorkers, "scheduler-workers", 1, "How many bindings are scheduled at once. Decisions are still made one at a time (held capacity and quota are charged in order) and more workers overlap the API writes that record them, but bindings waiting for quota are then no longer retried strictly oldest first.")
 	fs.DurationVar(&o.schedulerRetryInterval, "scheduler-retry-interval", 30*time.Second, "How often a binding that could not be placed is tried again when nothing it watches changes.")
 	fs.DurationVar(&o.assumedCapacityGrace, "assumed-capacity-grace", 30*time.Second, "How long replicas just placed on a member keep counting against its capacity after its capacity model is newer than the placement (estimator lag).")
@@ -268,7 +271,7 @@ func run(opts *options) error {
 		// the hub reads them from the cache (the field owners Flotilla reads
 		// are those of member objects, read live): a fleet's Works and
 		// bindings cost the manager less memory without them.
-		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: cacheByObject(opts)},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -291,6 +294,16 @@ func run(opts *options) error {
 	return mgr.Start(ctx)
 }
 
+// cacheByObject narrows what the manager's cache reads of a kind to what
+// its ClusterRole allows.
+func cacheByObject(opts *options) map[client.Object]cache.ByObject {
+	if !opts.enableWebhooks {
+		return nil
+	}
+	obj, byObject := quotacontroller.WebhookConfigurationCache(opts.webhookConfiguration)
+	return map[client.Object]cache.ByObject{obj: byObject}
+}
+
 func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) error {
 	if err := (&enrolment.Reconciler{Options: opts.enrolment}).SetupWithManager(ctx, mgr, controller.Options{}); err != nil {
 		return fmt.Errorf("set up enrolment: %w", err)
@@ -307,6 +320,11 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	}
 	if err := quotacontroller.SetupWithManager(ctx, mgr, quotas, controller.Options{}); err != nil {
 		return fmt.Errorf("set up quota: %w", err)
+	}
+	if opts.enableWebhooks {
+		if err := (&quotacontroller.WebhookScope{Client: mgr.GetClient(), Configuration: opts.webhookConfiguration}).SetupWithManager(mgr, controller.Options{}); err != nil {
+			return fmt.Errorf("set up the quota warning scope: %w", err)
+		}
 	}
 	health := memberclient.NewHealth()
 	connections := memberclient.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), health)

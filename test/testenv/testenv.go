@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -22,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/yaml"
 
 	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
 	capiv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -94,15 +97,17 @@ func Start() (*Env, error) {
 		}
 	}
 	scheme := Scheme()
+	installOptions, err := webhookConfigurations(filepath.Join(root, "config", "webhook", "manifests.yaml"))
+	if err != nil {
+		return nil, err
+	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
 		// Cluster API's CRDs (copied from its module by `make test-bins`) and Flotilla's.
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(assets, "capi-crds")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			Paths: []string{filepath.Join(root, "config", "webhook")},
-		},
+		WebhookInstallOptions: installOptions,
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -119,6 +124,47 @@ func Start() (*Env, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// webhookNamePrefix is config/webhook's kustomize namePrefix: the
+// configurations are installed under the names a release gives them, which
+// the manager's ClusterRole names.
+const webhookNamePrefix = "flotilla-"
+
+// webhookConfigurations reads the generated webhook configurations with
+// their release names.
+func webhookConfigurations(path string) (envtest.WebhookInstallOptions, error) {
+	opts := envtest.WebhookInstallOptions{}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return opts, err
+	}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var kind struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &kind); err != nil {
+			return opts, fmt.Errorf("%s: %w", path, err)
+		}
+		switch kind.Kind {
+		case "ValidatingWebhookConfiguration":
+			cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err := yaml.UnmarshalStrict([]byte(doc), cfg); err != nil {
+				return opts, fmt.Errorf("%s: %w", path, err)
+			}
+			cfg.Name = webhookNamePrefix + cfg.Name
+			opts.ValidatingWebhooks = append(opts.ValidatingWebhooks, cfg)
+		case "MutatingWebhookConfiguration":
+			cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			if err := yaml.UnmarshalStrict([]byte(doc), cfg); err != nil {
+				return opts, fmt.Errorf("%s: %w", path, err)
+			}
+			cfg.Name = webhookNamePrefix + cfg.Name
+			opts.MutatingWebhooks = append(opts.MutatingWebhooks, cfg)
+		}
+	}
+	if len(opts.ValidatingWebhooks) == 0 {
+		return opts, fmt.Errorf("%s holds no ValidatingWebhookConfiguration: run `make generate`", path)
+	}
+	return opts, nil
 }
 
 // serveWebhooks runs flotilla-manager's webhooks on the address envtest

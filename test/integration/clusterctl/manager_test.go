@@ -9,16 +9,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,6 +32,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-io/flotilla/clusterctl/release"
+	quotacontroller "github.com/flotilla-io/flotilla/controllers/quota"
+	"github.com/flotilla-io/flotilla/webhooks"
 )
 
 // How long the manager runs after it leads before its log is searched for
@@ -117,7 +122,28 @@ func TestManagerRunsWithTheReleasedArgumentsAndRBAC(t *testing.T) {
 		t.Errorf("requests of flotilla-manager as system:serviceaccount:%s:%s are forbidden; add +kubebuilder:rbac markers:\n%s",
 			release.Namespace, serviceAccount, strings.Join(forbidden, "\n"))
 	}
+	managerScopedItsQuotaWarnings(t, api)
 	managerIsConfinedToClaimsAndItsOwnObjects(t, api, kubeconfig)
+}
+
+// managerScopedItsQuotaWarnings: the released manager, under its admission
+// policy, keeps its quota warning webhooks to the namespaces holding a
+// FederatedResourceQuota (none here).
+func managerScopedItsQuotaWarnings(t *testing.T, api *apiserver) {
+	t.Helper()
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := api.client.Get(ctxFor(t, 10*time.Second), client.ObjectKey{Name: quotacontroller.DefaultWebhookConfiguration}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range cfg.Webhooks {
+		if !slices.Contains(webhooks.WorkloadQuotaWebhooks, w.Name) {
+			continue
+		}
+		want := quotacontroller.ScopedSelector(&metav1.LabelSelector{MatchLabels: map[string]string{"flotilla.io/federated": "true"}}, nil)
+		if !equality.Semantic.DeepEqual(w.NamespaceSelector, want) {
+			t.Errorf("webhook %s: namespaceSelector %v, want %v", w.Name, w.NamespaceSelector, want)
+		}
+	}
 }
 
 // managerIsConfinedToClaimsAndItsOwnObjects makes requests as the manager's

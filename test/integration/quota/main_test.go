@@ -47,7 +47,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := startManager(ctx); err != nil {
+	err = startManager(ctx)
+	if err == nil {
+		err = startWebhookScope(ctx)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		_ = env.Stop()
 		os.Exit(1)

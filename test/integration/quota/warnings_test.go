@@ -84,6 +84,7 @@ func TestApplyingOrScalingPastTheQuotaWarnsButAdmits(t *testing.T) {
 	c, w := warningClient(t)
 	ns := namespace(t, "warn", true)
 	frq(t, ns, "team", list("cpu", "4"))
+	waitScope(t, ns, true)
 	running := binding(t, ns, "running", 3, req("cpu", "1"))
 	waitPlaced(t, running)
 
@@ -125,6 +126,7 @@ func TestNamespacesThatAreNotFederatedGetNoQuotaWarnings(t *testing.T) {
 	c, w := warningClient(t)
 	ns := namespace(t, "nowarn", false)
 	frq(t, ns, "team", list("cpu", "0"))
+	waitScope(t, ns, true) // the webhook would be called, were the namespace federated
 	d := deployment(ns, "web", 5, "1")
 	must(t, c.Create(ctx, d))
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), d) })
