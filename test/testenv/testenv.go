@@ -146,18 +146,16 @@ func webhookConfigurations(path string) (envtest.WebhookInstallOptions, error) {
 		}
 		switch kind.Kind {
 		case "ValidatingWebhookConfiguration":
-			cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			if err := yaml.UnmarshalStrict([]byte(doc), cfg); err != nil {
+			cfg, err := releaseNamed([]byte(doc), &admissionregistrationv1.ValidatingWebhookConfiguration{})
+			if err != nil {
 				return opts, fmt.Errorf("%s: %w", path, err)
 			}
-			cfg.Name = webhookNamePrefix + cfg.Name
 			opts.ValidatingWebhooks = append(opts.ValidatingWebhooks, cfg)
 		case "MutatingWebhookConfiguration":
-			cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
-			if err := yaml.UnmarshalStrict([]byte(doc), cfg); err != nil {
+			cfg, err := releaseNamed([]byte(doc), &admissionregistrationv1.MutatingWebhookConfiguration{})
+			if err != nil {
 				return opts, fmt.Errorf("%s: %w", path, err)
 			}
-			cfg.Name = webhookNamePrefix + cfg.Name
 			opts.MutatingWebhooks = append(opts.MutatingWebhooks, cfg)
 		}
 	}
@@ -165,6 +163,15 @@ func webhookConfigurations(path string) (envtest.WebhookInstallOptions, error) {
 		return opts, fmt.Errorf("%s holds no ValidatingWebhookConfiguration: run `make generate`", path)
 	}
 	return opts, nil
+}
+
+// releaseNamed decodes doc into obj, named as the release names it.
+func releaseNamed[T client.Object](doc []byte, obj T) (T, error) {
+	if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+		return obj, err
+	}
+	obj.SetName(webhookNamePrefix + obj.GetName())
+	return obj, nil
 }
 
 // serveWebhooks runs flotilla-manager's webhooks on the address envtest
