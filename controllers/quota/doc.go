@@ -10,7 +10,10 @@
 //     aggregatedStatus, the Ready and StaticAssignmentsApplied conditions)
 //     and keeps a ResourceQuota in each statically assigned member through
 //     the same Work path as templates (controllers/execution applies it and
-//     reports its status back).
+//     reports its status back);
+//   - WebhookScope keeps the quota warning webhooks (webhooks.WorkloadQuota)
+//     to the namespaces holding a quota, so that templates elsewhere cost
+//     the hub no call to the manager.
 package quota
 
 import (
