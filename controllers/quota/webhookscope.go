@@ -27,8 +27,9 @@ import (
 
 // DefaultWebhookConfiguration is the name of flotilla-manager's
 // ValidatingWebhookConfiguration as the release manifests install it
-// (config/webhook, with kustomize's name prefix). The manager's ClusterRole
-// may patch this one configuration and no other.
+// (config/webhook, with kustomize's name prefix). The flotilla-manager-writes
+// admission policy lets the manager change, in this one configuration, only
+// the warning webhooks' namespaceSelector.
 const DefaultWebhookConfiguration = "flotilla-validating-webhook-configuration"
 
 // WebhookScope keeps the quota warning webhooks (webhooks.WorkloadQuota) to
@@ -57,10 +58,10 @@ type WebhookScope struct {
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;patch,resourceNames=flotilla-validating-webhook-configuration
 // +kubebuilder:rbac:groups=policy.flotilla.io,resources=federatedresourcequotas,verbs=get;list;watch
 
-// SetupWithManager registers the controller. The manager's cache must read
+// SetupWithManager registers the controller. The manager's cache should read
 // ValidatingWebhookConfigurations through a metadata.name field selector on
-// Configuration (WebhookConfigurationCache): the ClusterRole grants list and
-// watch of that one name only.
+// Configuration (WebhookConfigurationCache): the rule named above grants
+// list and watch of that one name only.
 func (r *WebhookScope) SetupWithManager(mgr ctrl.Manager, options controller.Options) error {
 	if r.Configuration == "" {
 		r.Configuration = DefaultWebhookConfiguration
@@ -82,8 +83,8 @@ func (r *WebhookScope) SetupWithManager(mgr ctrl.Manager, options controller.Opt
 
 // WebhookConfigurationCache is the manager cache's setting for
 // ValidatingWebhookConfigurations that WebhookScope needs: only the one
-// named, through a metadata.name field selector, which is all its
-// ClusterRole lets it list and watch.
+// named, through a metadata.name field selector, which is all the rule
+// named above lets it list and watch.
 func WebhookConfigurationCache(name string) (client.Object, cache.ByObject) {
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{}, cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", name)}
 }
