@@ -194,7 +194,7 @@ func (r *Aggregator) aggregate(ctx context.Context, kind string, req ctrl.Reques
 	conditions.Set(b, a.Condition)
 
 	templateErr := r.aggregateIntoTemplate(ctx, b, a.Items)
-	wait, err := r.writeStatus(ctx, kind, before, b)
+	wait, err := r.writeStatus(ctx, kind, before, b, a.Failed)
 	if apierrors.IsConflict(err) {
 		return 0, err
 	} else if err != nil {
@@ -257,16 +257,57 @@ func aggregatedProgressOnly(was, now aggregatedFields) bool {
 	return equality.Semantic.DeepEqual(strip(was), strip(now))
 }
 
+// aggregatedOnItsWay reports whether now only moves members on toward
+// their Works applied and their objects healthy, without all of them
+// getting there: the same members, each as far along as before or further
+// (not created, not applied, applied, healthy), FullyApplied's status and
+// reason and the other conditions unchanged. In a burst each member's Work
+// is created, applied and healthy at its own moment; the binding's status
+// passes through each. Arriving (every member healthy, FullyApplied
+// turning), falling back (a member unhealthy again, a Work gone) and a
+// failure are states, written at once.
+func aggregatedOnItsWay(was, now aggregatedFields) bool {
+	if len(was.AggregatedStatus) != len(now.AggregatedStatus) || len(was.Conditions) != len(now.Conditions) {
+		return false
+	}
+	for i := range was.Conditions {
+		w, n := was.Conditions[i], now.Conditions[i]
+		if w.Type != n.Type || w.Status != n.Status || w.Reason != n.Reason || (w.Type != workv1alpha1.ConditionFullyApplied && w.Message != n.Message) {
+			return false
+		}
+	}
+	step := func(item workv1alpha1.AggregatedStatusItem) int {
+		switch {
+		case !item.Applied:
+			return 0
+		case item.Health != workv1alpha1.ResourceHealthy:
+			return 1
+		}
+		return 2
+	}
+	arrived := true
+	for i := range was.AggregatedStatus {
+		w, n := was.AggregatedStatus[i], now.AggregatedStatus[i]
+		if w.ClusterName != n.ClusterName || step(n) < step(w) {
+			return false
+		}
+		arrived = arrived && step(n) == 2
+	}
+	return !arrived
+}
+
 // writeStatus writes what the aggregate phase owns of the binding's status
 // in one request (applyStatus), and none when it did not change or when
-// it only moves progress and Reports holds it back (wait is then how long).
-func (r *Aggregator) writeStatus(ctx context.Context, kind string, before, b workv1alpha1.Binding) (wait time.Duration, err error) {
+// it only moves progress, or moves members on their way (and failed is
+// false: no member refused its Work), and Reports holds it back (wait is
+// then how long).
+func (r *Aggregator) writeStatus(ctx context.Context, kind string, before, b workv1alpha1.Binding, failed bool) (wait time.Duration, err error) {
 	owned, was := aggregatedOf(b), aggregatedOf(before)
 	if equality.Semantic.DeepEqual(owned, was) {
 		return 0, nil
 	}
 	key := client.ObjectKeyFromObject(b)
-	if aggregatedProgressOnly(was, owned) {
+	if aggregatedProgressOnly(was, owned) || (!failed && aggregatedOnItsWay(was, owned)) {
 		if wait := r.Reports.Wait(key); wait > 0 {
 			return wait, nil
 		}

@@ -99,3 +99,47 @@ func TestABindingsProgressIsPacedAndItsStateChangesAreNot(t *testing.T) {
 		t.Errorf("Healthy 100ms after the last write: %d writes, back after %s; want it written at once", writes, res.RequeueAfter)
 	}
 }
+
+// On its way: members move on toward applied and healthy; arriving,
+// falling back and anything else are states.
+func TestABindingOnItsWayIsPacedAndItsArrivalIsNot(t *testing.T) {
+	item := func(member string, applied bool, health workv1alpha1.ResourceHealth, msg string) workv1alpha1.AggregatedStatusItem {
+		return workv1alpha1.AggregatedStatusItem{ClusterName: member, Applied: applied, Health: health, AppliedMessage: msg}
+	}
+	fields := func(status metav1.ConditionStatus, reason, msg string, items ...workv1alpha1.AggregatedStatusItem) aggregatedFields {
+		return aggregatedFields{AggregatedStatus: items, Conditions: []metav1.Condition{{Type: workv1alpha1.ConditionFullyApplied, Status: status, Reason: reason, Message: msg}}}
+	}
+	notCreated := func(m string) workv1alpha1.AggregatedStatusItem {
+		return item(m, false, workv1alpha1.ResourceUnknown, "Work not created yet")
+	}
+	notApplied := func(m string) workv1alpha1.AggregatedStatusItem {
+		return item(m, false, workv1alpha1.ResourceUnknown, "Work not applied yet")
+	}
+	unhealthy := func(m string) workv1alpha1.AggregatedStatusItem {
+		return item(m, true, workv1alpha1.ResourceUnhealthy, "")
+	}
+	healthy := func(m string) workv1alpha1.AggregatedStatusItem {
+		return item(m, true, workv1alpha1.ResourceHealthy, "")
+	}
+	const f, tr = metav1.ConditionFalse, metav1.ConditionTrue
+	nf, fa := workv1alpha1.BindingReasonNotFullyApplied, workv1alpha1.BindingReasonFullyApplied
+	for _, tc := range []struct {
+		name     string
+		was, now aggregatedFields
+		want     bool
+	}{
+		{"Works created", fields(f, nf, "a", notCreated("m1"), notCreated("m2")), fields(f, nf, "b", notApplied("m1"), notApplied("m2")), true},
+		{"one member applied", fields(f, nf, "a", notApplied("m1"), notApplied("m2")), fields(f, nf, "b", unhealthy("m1"), notApplied("m2")), true},
+		{"one member healthy of two", fields(tr, fa, "a", unhealthy("m1"), unhealthy("m2")), fields(tr, fa, "a", healthy("m1"), unhealthy("m2")), true},
+		{"every member healthy", fields(tr, fa, "a", healthy("m1"), unhealthy("m2")), fields(tr, fa, "a", healthy("m1"), healthy("m2")), false},
+		{"fully applied", fields(f, nf, "a", unhealthy("m1"), notApplied("m2")), fields(tr, fa, "b", unhealthy("m1"), unhealthy("m2")), false},
+		{"a member unhealthy again", fields(tr, fa, "a", healthy("m1"), unhealthy("m2")), fields(tr, fa, "a", unhealthy("m1"), healthy("m2")), false},
+		{"a Work gone", fields(f, nf, "a", unhealthy("m1"), notApplied("m2")), fields(f, nf, "b", notApplied("m1"), notApplied("m2")), false},
+		{"a member more", fields(f, nf, "a", notApplied("m1")), fields(f, nf, "b", notApplied("m1"), notCreated("m2")), false},
+		{"another member", fields(f, nf, "a", notApplied("m1")), fields(f, nf, "b", notApplied("m2")), false},
+	} {
+		if got := aggregatedOnItsWay(tc.was, tc.now); got != tc.want {
+			t.Errorf("%s: on its way %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

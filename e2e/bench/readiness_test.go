@@ -233,7 +233,47 @@ func hubRequestTimes(ctx context.Context, f *fleet.Fleet) (string, error) {
 	for _, k := range keys {
 		out = append(out, fmt.Sprintf("%s: %d (%.0f refused, 409), mean %.0f ms", k, times[k].n, refused[k], 1000*times[k].sum/float64(times[k].n)))
 	}
-	return "hub " + strings.Join(out, "; "), nil
+	return "hub " + strings.Join(out, "; ") + "\n  " + hubWrites(families), nil
+}
+
+// hubWrites lists the hub apiserver's writes since it started, the most
+// costly (count × mean duration) first: what the pipeline asks of the hub.
+func hubWrites(families map[string]*dto.MetricFamily) string {
+	type total struct {
+		n   uint64
+		sum float64
+	}
+	times := map[string]*total{}
+	for _, m := range families["apiserver_request_duration_seconds"].GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		switch l["verb"] {
+		case "APPLY", "PATCH", "UPDATE", "POST", "DELETE":
+		default:
+			continue
+		}
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		if times[key] == nil {
+			times[key] = &total{}
+		}
+		times[key].n += m.GetHistogram().GetSampleCount()
+		times[key].sum += m.GetHistogram().GetSampleSum()
+	}
+	keys := make([]string, 0, len(times))
+	for k := range times {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return times[keys[i]].sum > times[keys[j]].sum })
+	var out []string
+	for _, k := range keys[:min(len(keys), 12)] {
+		out = append(out, fmt.Sprintf("%s: %d, %.0f ms each, %.1f s", k, times[k].n, 1000*times[k].sum/float64(times[k].n), times[k].sum))
+	}
+	return "hub writes since it started, most costly first: " + strings.Join(out, "; ")
 }
 
 // scrapeFamilies GETs a Prometheus endpoint with a bearer token.
