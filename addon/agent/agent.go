@@ -297,11 +297,12 @@ func (s *sessions) manager(hubConfig *rest.Config) (manager.Manager, error) {
 		member: cfg.Member,
 		applier: &applier.Applier{Works: hub, Members: s.member, Access: applier.Confined{},
 			Recorder: mgr.GetEventRecorder("flotilla-agent"), Options: cfg.Execution, Interpreter: s.interpreter},
-		applied: s.applied,
-		watcher: s.watcher,
-		mode:    &syncModeGate{hub: hub, member: cfg.Member, ttl: cfg.StatusPeriod, clock: cfg.Clock},
-		clock:   cfg.Clock,
-		reports: &pacing.Reports{Interval: cfg.Execution.ProgressInterval},
+		applied:  s.applied,
+		watcher:  s.watcher,
+		mode:     &syncModeGate{hub: hub, member: cfg.Member, ttl: cfg.StatusPeriod, clock: cfg.Clock},
+		clock:    cfg.Clock,
+		reports:  &pacing.Reports{Interval: cfg.Execution.ProgressInterval},
+		outcomes: &applier.Outcomes{},
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("agent-works").

@@ -37,6 +37,8 @@ type workReconciler struct {
 	// reports paces status writes that only move progress, as the hub's
 	// execution controller does.
 	reports *pacing.Reports
+	// outcomes is what the agent last wrote of each Work's status.
+	outcomes *applier.Outcomes
 }
 
 // FieldManager is the field manager of the agent's writes of a Work's
@@ -69,13 +71,15 @@ func (r *workReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 	} else if !controllerutil.ContainsFinalizer(w, workv1alpha1.ExecutionFinalizer) {
 		return ctrl.Result{}, nil // nothing of the agent's to remove
 	}
+	// As the agent last wrote it, if the hub's cache has not seen that yet.
+	r.outcomes.Overlay(w)
 	read := w.DeepCopy()
 	defer func() {
 		// When the hub is down this fails and the Work is retried with
 		// backoff; what was applied stays, and is not applied again.
 		// Refused because the hub changed the Work meanwhile, this outcome
 		// was of the version before: it comes back for the new one.
-		wait, err := applier.WriteOutcome(ctx, r.hub, read, w, FieldManager, r.reports)
+		wait, err := applier.WriteOutcome(ctx, r.hub, read, w, FieldManager, r.reports, r.outcomes)
 		res, reterr = applier.AfterOutcome(req.NamespacedName, res, reterr, wait, err)
 	}()
 
@@ -106,6 +110,7 @@ func (r *workReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res c
 func (r *workReconciler) forget(key types.NamespacedName) {
 	r.applied.Forget(key)
 	r.watcher.Forget(r.member, key)
+	r.outcomes.Forget(key)
 }
 
 // memberKeepsWhatRuns reads the agent's MemberCluster (deletions are rare,

@@ -69,6 +69,57 @@ func onlyProgress(was, now outcomeFields) bool {
 	return equality.Semantic.DeepEqual(strip(was), strip(now))
 }
 
+// Outcomes remembers the outcome each Work's writer last wrote of it
+// (statusapply.LastWrites): a Work read from a cache that has not seen
+// that write yet is taken as written (Overlay). Its manifests' statuses are
+// the record of what the member holds, from which the objects a later
+// generation drops are removed: read from a lagging cache, an object
+// applied by the generation before would be missed, and left behind. A
+// nil Outcomes remembers nothing.
+type Outcomes struct {
+	written statusapply.LastWrites[outcomeFields]
+}
+
+// Overlay sets w's status to the outcome last written of it, if it was
+// written within statusapply.RememberWrites.
+func (o *Outcomes) Overlay(w *workv1alpha1.Work) {
+	if o == nil {
+		return
+	}
+	last, ok := o.written.Get(client.ObjectKeyFromObject(w), w.UID)
+	if !ok {
+		return
+	}
+	kept := w.Status.Conditions[:0:0]
+	for _, c := range w.Status.Conditions {
+		if !slices.Contains(OwnedConditions, c.Type) {
+			kept = append(kept, c)
+		}
+	}
+	for _, c := range last.Conditions {
+		kept = append(kept, *c.DeepCopy())
+	}
+	w.Status.Conditions = kept
+	w.Status.ManifestStatuses = nil
+	for _, m := range last.ManifestStatuses {
+		w.Status.ManifestStatuses = append(w.Status.ManifestStatuses, *m.DeepCopy())
+	}
+}
+
+// Forget drops what was written of the Work key: it is gone, or another
+// writer (a Pull member's agent, the hub's executor) now reports it.
+func (o *Outcomes) Forget(key types.NamespacedName) {
+	if o != nil {
+		o.written.Forget(key)
+	}
+}
+
+func (o *Outcomes) remember(w *workv1alpha1.Work, f outcomeFields) {
+	if o != nil {
+		o.written.Remember(client.ObjectKeyFromObject(w), w.UID, f)
+	}
+}
+
 // WriteOutcome records on the hub what applying work changed since before
 // (the Work as read): a finalizer added or removed, with an optimistic lock
 // (a finalizer list is written whole); then the status, in one request as
@@ -90,11 +141,14 @@ func onlyProgress(was, now outcomeFields) bool {
 // a burst of 100 Deployments × 3 members, 262 of 937 Work status writes,
 // each then read live and made again.
 //
+// What it writes, outcomes remembers; the caller lays it over the Work it
+// reads next (Outcomes.Overlay).
+//
 // A status that only moves progress (onlyProgress) is written no sooner
 // than reports allows: then nothing is written and wait says when to look
 // again (the object's next state change is written at once, with it).
 func WriteOutcome(ctx context.Context, c client.Client, before, work *workv1alpha1.Work, manager string,
-	reports *pacing.Reports) (wait time.Duration, err error) {
+	reports *pacing.Reports, outcomes *Outcomes) (wait time.Duration, err error) {
 	// Taken before the finalizer's patch, which answers with the stored
 	// status.
 	now := outcomeOf(work)
@@ -118,6 +172,7 @@ func WriteOutcome(ctx context.Context, c client.Client, before, work *workv1alph
 		return 0, client.IgnoreNotFound(err)
 	}
 	reports.Written(key)
+	outcomes.remember(work, now)
 	return 0, nil
 }
 

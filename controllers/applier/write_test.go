@@ -74,7 +74,7 @@ func liveHub(t *testing.T, w *workv1alpha1.Work) client.Reader {
 func TestAnOutcomeIsWrittenWithoutALock(t *testing.T) {
 	read := readWork(3, "10")
 	hub, sent := statusWrites(t, func(rv string) bool { return rv != "" })
-	if _, err := applier.WriteOutcome(context.Background(), hub, read, appliedNow(read), "flotilla-test", nil); err != nil {
+	if _, err := applier.WriteOutcome(context.Background(), hub, read, appliedNow(read), "flotilla-test", nil, nil); err != nil {
 		t.Fatalf("WriteOutcome: %v", err)
 	}
 	if len(*sent) != 1 || (*sent)[0] != "" {
@@ -115,7 +115,7 @@ func TestProgressIsWrittenAtMostOncePerIntervalAndStateChangesAtOnce(t *testing.
 	hub, sent := statusWrites(t, func(string) bool { return false })
 	write := func(before, after *workv1alpha1.Work) time.Duration {
 		t.Helper()
-		wait, err := applier.WriteOutcome(context.Background(), hub, before, after, "flotilla-test", reports)
+		wait, err := applier.WriteOutcome(context.Background(), hub, before, after, "flotilla-test", reports, nil)
 		if err != nil {
 			t.Fatalf("WriteOutcome: %v", err)
 		}
@@ -144,5 +144,45 @@ func TestProgressIsWrittenAtMostOncePerIntervalAndStateChangesAtOnce(t *testing.
 	clk.Step(100 * time.Millisecond)
 	if wait := write(healthy(w), failed); wait != 0 || len(*sent) != 4 {
 		t.Errorf("a manifest refused 100ms after the last report: held %s with %d writes; want it written at once", wait, len(*sent))
+	}
+}
+
+// A Work read again before the cache shows its writer's last status write
+// is taken as written: the same outcome is not written twice (nor with new
+// transition times), and what the member holds — the record from which a
+// later generation's dropped objects are removed — is the written one,
+// not the cache's. A Work of the same name but another UID is not.
+func TestAWorkReadBeforeTheCacheShowsItsLastWriteIsTakenAsWritten(t *testing.T) {
+	hub, sent := statusWrites(t, func(string) bool { return false })
+	outcomes := &applier.Outcomes{}
+	read := readWork(1, "1")
+	read.UID = "w-1"
+	first := rollingOut(read, 0)
+	if _, err := applier.WriteOutcome(context.Background(), hub, read, first, "flotilla-test", nil, outcomes); err != nil || len(*sent) != 1 {
+		t.Fatalf("first write: %v, %d writes", err, len(*sent))
+	}
+
+	stale := readWork(1, "1") // the cache, without that write
+	stale.UID = "w-1"
+	outcomes.Overlay(stale)
+	if len(stale.Status.ManifestStatuses) != 1 || stale.Status.ManifestStatuses[0].Identifier.Name != "web" {
+		t.Fatalf("overlaid manifest statuses %+v, want the written Deployment web", stale.Status.ManifestStatuses)
+	}
+	if _, err := applier.WriteOutcome(context.Background(), hub, stale.DeepCopy(), rollingOut(read, 0), "flotilla-test", nil, outcomes); err != nil || len(*sent) != 1 {
+		t.Errorf("the same outcome again from a lagging cache: %v, %d writes; want none more", err, len(*sent))
+	}
+
+	other := readWork(1, "1")
+	other.UID = "w-2"
+	outcomes.Overlay(other)
+	if len(other.Status.ManifestStatuses) != 0 {
+		t.Errorf("a new Work of the same name took the old one's outcome: %+v", other.Status.ManifestStatuses)
+	}
+	outcomes.Forget(client.ObjectKeyFromObject(read))
+	forgotten := readWork(1, "1")
+	forgotten.UID = "w-1"
+	outcomes.Overlay(forgotten)
+	if len(forgotten.Status.ManifestStatuses) != 0 {
+		t.Errorf("a forgotten Work still overlaid: %+v", forgotten.Status.ManifestStatuses)
 	}
 }

@@ -77,7 +77,7 @@ type Aggregator struct {
 	// counts); nil writes every change at once.
 	Reports *pacing.Reports
 
-	written lastWrites[aggregatedFields]
+	written statusapply.LastWrites[aggregatedFields]
 }
 
 // DefaultCoalesce is the Aggregator's default wait for a burst's further
@@ -140,7 +140,7 @@ func (r *Aggregator) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 // is aggregated one reconcile at a time), so a write cannot put older
 // values back — but for what is made from the binding's previous status:
 // the members' health transition times and FullyApplied's transition time.
-// Those are taken from what this phase last wrote (lastWrites) while the
+// Those are taken from what this phase last wrote (statusapply.LastWrites) while the
 // cache may not show it yet. The lock it had was refused whenever the cache
 // lagged this phase's own last write, as members report one after another.
 //
@@ -162,16 +162,16 @@ func (r *Aggregator) aggregate(ctx context.Context, kind string, req ctrl.Reques
 	b := NewBinding(kind)
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.written.forget(req.NamespacedName)
+			r.written.Forget(req.NamespacedName)
 		}
 		return 0, client.IgnoreNotFound(err)
 	}
 	if !b.GetDeletionTimestamp().IsZero() {
-		r.written.forget(req.NamespacedName)
+		r.written.Forget(req.NamespacedName)
 		return 0, nil
 	}
 	// The binding as this phase last wrote it, if the cache lags that write.
-	if last, ok := r.written.get(req.NamespacedName, b.GetUID()); ok {
+	if last, ok := r.written.Get(req.NamespacedName, b.GetUID()); ok {
 		setAggregated(b, last)
 	}
 	before := b.DeepCopyObject().(workv1alpha1.Binding)
@@ -316,7 +316,7 @@ func (r *Aggregator) writeStatus(ctx context.Context, kind string, before, b wor
 		return 0, err
 	}
 	r.Reports.Written(key)
-	r.written.remember(key, b.GetUID(), owned)
+	r.written.Remember(key, b.GetUID(), owned)
 	if conditions.Has(before, workv1alpha1.ConditionStatusAggregated) && !conditions.Has(b, workv1alpha1.ConditionStatusAggregated) {
 		// Left out of the apply, a condition another manager also wrote (a
 		// binding aggregated before the phase applied its status) stays:

@@ -141,7 +141,7 @@ type Renderer struct {
 
 	deps dependencyIndex
 	// written is what this phase last wrote of each binding's status.
-	written lastWrites[renderedFields]
+	written statusapply.LastWrites[renderedFields]
 }
 
 // SetupWithManager registers one controller per binding kind.
@@ -222,13 +222,13 @@ func (r *Renderer) Reconcile(ctx context.Context, kind string, req ctrl.Request)
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.deps.Set(key, nil)
-			r.written.forget(req.NamespacedName)
+			r.written.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
 	// The binding as this phase last wrote it, if the cache lags that write.
-	if last, ok := r.written.get(req.NamespacedName, b.GetUID()); ok {
+	if last, ok := r.written.Get(req.NamespacedName, b.GetUID()); ok {
 		setRendered(b, last)
 	}
 	if b.GetDeletionTimestamp().IsZero() {
@@ -349,7 +349,7 @@ func (r *Renderer) writeStatus(ctx context.Context, kind string, was renderedFie
 		// A binding whose last finalizer went is gone: nothing to say on it.
 		return client.IgnoreNotFound(err)
 	}
-	r.written.remember(key, b.GetUID(), now)
+	r.written.Remember(key, b.GetUID(), now)
 	return nil
 }
 

@@ -140,6 +140,7 @@ type Reconciler struct {
 
 	applier    *applier.Applier
 	applied    *applier.Applied
+	outcomes   *applier.Outcomes
 	inFlight   *inFlight
 	rejections rejections
 	wakeups    chan event.GenericEvent
@@ -167,6 +168,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 	r.applier = &applier.Applier{Works: r.Client, Members: r.MemberClients, Access: r.Access, Recorder: r.Recorder, Options: r.Options,
 		Interpreter: r.Interpreter}
 	r.applied = applier.NewApplied(r.ResyncHealthy)
+	r.outcomes = &applier.Outcomes{}
 	r.wakeups = make(chan event.GenericEvent, 1024)
 	r.inFlight = newInFlight(r.MaxInFlightPerMember, r.wakeups)
 	if r.Health != nil {
@@ -281,6 +283,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if apierrors.IsNotFound(err) {
 			r.rejections.forget(req.NamespacedName)
 			r.unwatch(memberName, req.NamespacedName)
+			r.outcomes.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -296,6 +299,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		// the hub applied before the member switched to Pull. An agent
 		// gone for good does not hold the Work forever.
 		r.unwatch(memberName, req.NamespacedName)
+		r.outcomes.Forget(req.NamespacedName)
 		if work.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(work, workv1alpha1.ExecutionFinalizer) {
 			return ctrl.Result{}, nil
 		}
@@ -318,11 +322,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			return ctrl.Result{}, err
 		}
 	}
+	// As this controller last wrote it, if the cache has not seen that yet.
+	r.outcomes.Overlay(work)
 	read := work.DeepCopy()
 	defer func() {
 		// Refused because the renderer changed the Work meanwhile, this
 		// outcome was of the version before: it comes back for the new one.
-		wait, err := applier.WriteOutcome(ctx, r.Client, read, work, FieldManager, r.Reports)
+		wait, err := applier.WriteOutcome(ctx, r.Client, read, work, FieldManager, r.Reports, r.outcomes)
 		res, reterr = applier.AfterOutcome(req.NamespacedName, res, reterr, wait, err)
 	}()
 
