@@ -140,9 +140,10 @@ func (r *Aggregator) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 // is aggregated one reconcile at a time), so a write cannot put older
 // values back — but for what is made from the binding's previous status:
 // the members' health transition times and FullyApplied's transition time.
-// Those are taken from what this phase last wrote (statusapply.LastWrites) while the
-// cache may not show it yet. The lock it had was refused whenever the cache
-// lagged this phase's own last write, as members report one after another.
+// Those are taken from what this phase last wrote (statusapply.LastWrites)
+// while the cache may not show it yet. The lock it had was refused whenever
+// the cache lagged this phase's own last write, as members report one after
+// another.
 //
 // A status that only moves progress is written no sooner than Reports
 // allows (see aggregatedProgressOnly); then the binding comes back when it

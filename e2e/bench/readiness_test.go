@@ -188,67 +188,56 @@ func quantileMs(d []time.Duration, q float64) float64 {
 }
 
 // hubRequestTimes reads, from the hub apiserver's metrics, the count and
-// mean duration of its write requests to the status of bindings and Works.
+// mean duration of its write requests to the status of bindings and Works,
+// then its costliest writes of any kind.
 func hubRequestTimes(ctx context.Context, f *fleet.Fleet) (string, error) {
 	families, err := scrapeFamilies(ctx, strings.TrimSuffix(f.Hub.Server(), "/")+"/metrics", f.Hub.RESTConfig().BearerToken)
 	if err != nil {
 		return "", err
 	}
-	type total struct {
-		n   uint64
-		sum float64
-	}
-	times := map[string]*total{}
-	var keys []string
-	for _, m := range families["apiserver_request_duration_seconds"].GetMetric() {
-		l := map[string]string{}
-		for _, p := range m.GetLabel() {
-			l[p.GetName()] = p.GetValue()
-		}
-		if l["subresource"] != "status" || (l["resource"] != "resourcebindings" && l["resource"] != "works") ||
-			(l["verb"] != "APPLY" && l["verb"] != "PATCH" && l["verb"] != "UPDATE") {
-			continue
-		}
-		key := l["verb"] + " " + l["resource"] + "/status"
-		if times[key] == nil {
-			times[key] = &total{}
-			keys = append(keys, key)
-		}
-		times[key].n += m.GetHistogram().GetSampleCount()
-		times[key].sum += m.GetHistogram().GetSampleSum()
-	}
+	times := writeTimes(families)
 	// Of which refused for their optimistic lock.
 	refused := map[string]float64{}
 	for _, m := range families["apiserver_request_total"].GetMetric() {
-		l := map[string]string{}
-		for _, p := range m.GetLabel() {
-			l[p.GetName()] = p.GetValue()
-		}
+		l := labels(m)
 		if l["subresource"] == "status" && l["code"] == "409" {
 			refused[l["verb"]+" "+l["resource"]+"/status"] += m.GetCounter().GetValue()
 		}
 	}
-	sort.Strings(keys)
 	var out []string
-	for _, k := range keys {
-		out = append(out, fmt.Sprintf("%s: %d (%.0f refused, 409), mean %.0f ms", k, times[k].n, refused[k], 1000*times[k].sum/float64(times[k].n)))
+	for _, verb := range []string{"APPLY", "PATCH", "UPDATE"} {
+		for _, resource := range []string{"resourcebindings", "works"} {
+			k := verb + " " + resource + "/status"
+			if t, ok := times[k]; ok {
+				out = append(out, fmt.Sprintf("%s: %d (%.0f refused, 409), mean %.0f ms", k, t.n, refused[k], 1000*t.sum/float64(t.n)))
+			}
+		}
 	}
-	return "hub " + strings.Join(out, "; ") + "\n  " + hubWrites(families), nil
+	keys := make([]string, 0, len(times))
+	for k := range times {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return times[keys[i]].sum > times[keys[j]].sum })
+	var costliest []string
+	for _, k := range keys[:min(len(keys), 12)] {
+		costliest = append(costliest, fmt.Sprintf("%s: %d, %.0f ms each, %.1f s", k, times[k].n, 1000*times[k].sum/float64(times[k].n), times[k].sum))
+	}
+	return "hub " + strings.Join(out, "; ") +
+		"\n  hub writes since it started, most costly first: " + strings.Join(costliest, "; "), nil
 }
 
-// hubWrites lists the hub apiserver's writes since it started, the most
-// costly (count × mean duration) first: what the pipeline asks of the hub.
-func hubWrites(families map[string]*dto.MetricFamily) string {
-	type total struct {
-		n   uint64
-		sum float64
-	}
-	times := map[string]*total{}
+// requestTotal is a series' request count and the sum of their durations.
+type requestTotal struct {
+	n   uint64
+	sum float64
+}
+
+// writeTimes totals the hub apiserver's write requests since it started by
+// "VERB resource[/subresource]".
+func writeTimes(families map[string]*dto.MetricFamily) map[string]*requestTotal {
+	times := map[string]*requestTotal{}
 	for _, m := range families["apiserver_request_duration_seconds"].GetMetric() {
-		l := map[string]string{}
-		for _, p := range m.GetLabel() {
-			l[p.GetName()] = p.GetValue()
-		}
+		l := labels(m)
 		switch l["verb"] {
 		case "APPLY", "PATCH", "UPDATE", "POST", "DELETE":
 		default:
@@ -259,21 +248,20 @@ func hubWrites(families map[string]*dto.MetricFamily) string {
 			key += "/" + l["subresource"]
 		}
 		if times[key] == nil {
-			times[key] = &total{}
+			times[key] = &requestTotal{}
 		}
 		times[key].n += m.GetHistogram().GetSampleCount()
 		times[key].sum += m.GetHistogram().GetSampleSum()
 	}
-	keys := make([]string, 0, len(times))
-	for k := range times {
-		keys = append(keys, k)
+	return times
+}
+
+func labels(m *dto.Metric) map[string]string {
+	l := map[string]string{}
+	for _, p := range m.GetLabel() {
+		l[p.GetName()] = p.GetValue()
 	}
-	sort.Slice(keys, func(i, j int) bool { return times[keys[i]].sum > times[keys[j]].sum })
-	var out []string
-	for _, k := range keys[:min(len(keys), 12)] {
-		out = append(out, fmt.Sprintf("%s: %d, %.0f ms each, %.1f s", k, times[k].n, 1000*times[k].sum/float64(times[k].n), times[k].sum))
-	}
-	return "hub writes since it started, most costly first: " + strings.Join(out, "; ")
+	return l
 }
 
 // scrapeFamilies GETs a Prometheus endpoint with a bearer token.
