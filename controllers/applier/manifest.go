@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,22 +114,51 @@ func (a *Applier) applyManifest(ctx context.Context, t target, w *workv1alpha1.W
 	if failed != nil {
 		return *failed
 	}
-	obj := m.obj
 	if m.mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		if err := ensureNamespace(ctx, t, obj.GetNamespace(), namespaces); err != nil {
+		if err := ensureNamespace(ctx, t, m.obj.GetNamespace(), namespaces); err != nil {
 			return *m.failed(workv1alpha1.WorkReasonApplyFailed, "%v", err)
 		}
 	}
 
 	overwrite := w.Spec.ConflictResolution == policyv1alpha1.ConflictOverwrite
+	desired, failed := a.desired(ctx, t, w, m, overwrite)
+	if failed != nil {
+		return *failed
+	}
+	err := apply(ctx, t, desired, overwrite)
+	if apierrors.IsConflict(err) {
+		// The member's object may have changed between the read and the
+		// apply: an autoscaler scaling it at that moment owns a replica
+		// count the read did not show as its. Read once more; when the
+		// retain step now leaves out more, apply that.
+		again, failed := a.desired(ctx, t, w, m, overwrite)
+		if failed != nil {
+			return *failed
+		}
+		if !equality.Semantic.DeepEqual(again.Object, desired.Object) {
+			desired, err = again, apply(ctx, t, again, overwrite)
+		}
+	}
+	if err != nil {
+		return *m.failed(workv1alpha1.WorkReasonApplyFailed, "%v", err)
+	}
+	// desired now holds the object as the member returned it.
+	return a.applied(ctx, m, desired)
+}
+
+// desired is the object to apply for m: the manifest, labelled Flotilla's,
+// without what the member's copy keeps (Retain). A copy that is not
+// Flotilla's is a conflict unless the Work overwrites.
+func (a *Applier) desired(ctx context.Context, t target, w *workv1alpha1.Work, m *manifest, overwrite bool) (*unstructured.Unstructured, *result) {
+	obj := m.obj.DeepCopy()
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(obj.GroupVersionKind())
 	err := t.client.Get(ctx, client.ObjectKeyFromObject(obj), existing)
 	switch {
 	case err == nil && !managedByFlotilla(existing) && !overwrite:
-		return *m.failed(workv1alpha1.WorkReasonConflict, "%s", conflictMessage(w))
+		return nil, m.failed(workv1alpha1.WorkReasonConflict, "%s", conflictMessage(w))
 	case err != nil && !apierrors.IsNotFound(err):
-		return *m.failed(workv1alpha1.WorkReasonApplyFailed, "read the object in the member: %v", err)
+		return nil, m.failed(workv1alpha1.WorkReasonApplyFailed, "read the object in the member: %v", err)
 	}
 
 	// Retain: what the member owns stays the member's — a replica count
@@ -136,7 +166,7 @@ func (a *Applier) applyManifest(ctx context.Context, t target, w *workv1alpha1.W
 	// retention script keeps (internal/interpreter.Retain).
 	if err == nil {
 		if _, err := a.Interpreter.Retain(ctx, obj, existing, workv1alpha1.FieldManager); err != nil {
-			return *m.failed(workv1alpha1.WorkReasonApplyFailed, "%v", err)
+			return nil, m.failed(workv1alpha1.WorkReasonApplyFailed, "%v", err)
 		}
 	}
 
@@ -146,15 +176,17 @@ func (a *Applier) applyManifest(ctx context.Context, t target, w *workv1alpha1.W
 	}
 	labels[workv1alpha1.ManagedByLabel] = workv1alpha1.ManagedByValue
 	obj.SetLabels(labels)
+	return obj, nil
+}
+
+// apply applies obj to the member as Flotilla, forcing ownership when the
+// Work overwrites; obj then holds the object as the member returned it.
+func apply(ctx context.Context, t target, obj *unstructured.Unstructured, overwrite bool) error {
 	opts := []client.ApplyOption{client.FieldOwner(workv1alpha1.FieldManager)}
 	if overwrite {
 		opts = append(opts, client.ForceOwnership)
 	}
-	if err := t.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), opts...); err != nil {
-		return *m.failed(workv1alpha1.WorkReasonApplyFailed, "%v", err)
-	}
-	// obj now holds the object as the member returned it.
-	return a.applied(ctx, m, obj)
+	return t.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), opts...)
 }
 
 // observeManifest reads a manifest's object from the member without

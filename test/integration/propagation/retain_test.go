@@ -1,6 +1,8 @@
 package propagation_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,11 +11,16 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/applier"
 )
 
 // TestAReplicaCountAnAutoscalerOwnsInTheMemberStaysTheMembers: a
@@ -85,5 +92,84 @@ func TestAReplicaCountAnAutoscalerOwnsInTheMemberStaysTheMembers(t *testing.T) {
 	}
 	if err := inMember(member1, inMemberWeb); err != nil || *inMemberWeb.Spec.Replicas != 9 {
 		t.Fatalf("member1's replicas %v (err %v), want the autoscaler's 9", *inMemberWeb.Spec.Replicas, err)
+	}
+}
+
+// TestAnAutoscalerScalingBetweenTheReadAndTheApplyIsNoApplyFailure: the
+// member's autoscaler takes the replica count in the moment between the
+// applier reading the member's Deployment (still all Flotilla's) and
+// applying the template's change over it. The apply's conflict is not
+// reported: the applier reads again, leaves the count to the autoscaler and
+// applies the rest.
+func TestAnAutoscalerScalingBetweenTheReadAndTheApplyIsNoApplyFailure(t *testing.T) {
+	const ns = "retain-race"
+	web := fleetWeb(ns)
+	web.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
+	raw, err := json.Marshal(web)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ExecutionNamespace(member1), Name: "retain-race", Generation: 1}}
+	w.Spec.Workload.Manifests = []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}
+	recorder := events.NewFakeRecorder(10)
+	a := &applier.Applier{Works: hub.Client, Members: staticMembers{member1: members[member1]}, Recorder: recorder}
+	a.Default()
+	if _, err := a.Apply(ctx(), member1, w); err != nil || !conditions.IsTrue(w, workv1alpha1.WorkApplied) {
+		t.Fatalf("first apply: %v, Applied: %s", err, conditions.GetMessage(w, workv1alpha1.WorkApplied))
+	}
+
+	// The template changes; the autoscaler scales to 9 just before
+	// Flotilla's first apply of the change reaches the member.
+	web.Spec.Template.Spec.Containers[0].Env[0].Value = "raced"
+	if raw, err = json.Marshal(web); err != nil {
+		t.Fatal(err)
+	}
+	w.Generation = 2
+	w.Spec.Workload.Manifests = []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}
+	direct, err := client.NewWithWatch(memberConfigs[member1], client.Options{Scheme: members[member1].Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scaled, applies := false, 0
+	raced := interceptor.NewClient(direct, interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			applies++
+			if !scaled {
+				scaled = true
+				scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet-web"}, Spec: autoscalingv1.ScaleSpec{Replicas: 9}}
+				if err := c.SubResource("scale").Update(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet-web"}},
+					client.WithSubResourceBody(scale), client.FieldOwner("horizontal-pod-autoscaler")); err != nil {
+					t.Errorf("scale the member's Deployment as its autoscaler: %v", err)
+				}
+			}
+			return c.Apply(ctx, obj, opts...)
+		},
+	})
+	a.Members = staticMembers{member1: raced}
+	if _, err := a.Apply(ctx(), member1, w); err != nil {
+		t.Fatalf("apply the change: %v", err)
+	}
+	if !conditions.IsTrue(w, workv1alpha1.WorkApplied) {
+		t.Errorf("Applied: %s, want True", conditions.GetMessage(w, workv1alpha1.WorkApplied))
+	}
+	if applies != 2 {
+		t.Errorf("%d applies of the change, want 2 (the one the autoscaler's scale made conflict, and the one without the count)", applies)
+	}
+	if len(w.Status.ManifestStatuses) != 1 || !strings.Contains(w.Status.ManifestStatuses[0].Message,
+		"spec.replicas kept as the member's: owned there by horizontal-pod-autoscaler") {
+		t.Errorf("manifestStatuses %s", rawJSON(w.Status.ManifestStatuses))
+	}
+	select {
+	case e := <-recorder.Events:
+		t.Errorf("event %q, want none", e)
+	default:
+	}
+	got := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet-web"}}
+	if err := inMember(member1, got); err != nil {
+		t.Fatal(err)
+	}
+	if *got.Spec.Replicas != 9 || got.Spec.Template.Spec.Containers[0].Env[0].Value != "raced" {
+		t.Errorf("member1's Deployment: replicas %d, MODE %q; want the autoscaler's 9 and the template's \"raced\"",
+			*got.Spec.Replicas, got.Spec.Template.Spec.Containers[0].Env[0].Value)
 	}
 }
