@@ -186,3 +186,47 @@ func TestAWorkReadBeforeTheCacheShowsItsLastWriteIsTakenAsWritten(t *testing.T) 
 		t.Errorf("a forgotten Work still overlaid: %+v", forgotten.Status.ManifestStatuses)
 	}
 }
+
+// An outcome is remembered, and Reported told, as its write starts: a
+// reader in the same process sees it before the hub has it. A write that
+// fails puts back what was remembered before, so that the outcome is
+// written again next time rather than taken as written.
+func TestAnOutcomeIsReportedAsItsWriteStartsAndForgottenIfItsWriteFails(t *testing.T) {
+	refuse := false
+	hub, sent := statusWrites(t, func(string) bool { return refuse })
+	read := readWork(1, "1")
+	read.UID = "w-1"
+	overlaid := func() *workv1alpha1.Work {
+		w := readWork(1, "1") // the cache, without any write
+		w.UID = "w-1"
+		return w
+	}
+	outcomes := &applier.Outcomes{}
+	var seen []int // writes sent when Reported was told, and manifests it saw
+	outcomes.Reported = func(w *workv1alpha1.Work) {
+		stale := overlaid()
+		outcomes.Overlay(stale)
+		seen = append(seen, len(*sent), len(stale.Status.ManifestStatuses))
+	}
+	first := rollingOut(read, 0)
+	if _, err := applier.WriteOutcome(context.Background(), hub, read, first, "flotilla-test", nil, outcomes); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 2 || seen[0] != 0 || seen[1] != 1 {
+		t.Fatalf("Reported saw %v (writes sent, manifests overlaid); want [0 1]: told before the write, the outcome already remembered", seen)
+	}
+
+	refuse = true
+	if _, err := applier.WriteOutcome(context.Background(), hub, first, healthy(read), "flotilla-test", nil, outcomes); err == nil {
+		t.Fatal("the refused write returned no error")
+	}
+	after := overlaid()
+	outcomes.Overlay(after)
+	if len(after.Status.ManifestStatuses) != 1 || after.Status.ManifestStatuses[0].Health == workv1alpha1.ResourceHealthy {
+		t.Errorf("after a refused write the overlay is %+v; want the outcome written before (not healthy)", after.Status.ManifestStatuses)
+	}
+	refuse = false
+	if _, err := applier.WriteOutcome(context.Background(), hub, after, healthy(read), "flotilla-test", nil, outcomes); err != nil || len(*sent) != 3 {
+		t.Errorf("the healthy outcome again: %v, %d writes sent; want it written (3)", err, len(*sent))
+	}
+}

@@ -20,7 +20,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,14 +38,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/cluster-api/util/patch"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/controllers/applier"
 	"github.com/flotilla-io/flotilla/controllers/pacing"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/statusapply"
@@ -76,8 +81,41 @@ type Aggregator struct {
 	// Reports paces status writes that only move progress (replica
 	// counts); nil writes every change at once.
 	Reports *pacing.Reports
+	// Outcomes, when set, are the outcomes the Push members' executor is
+	// writing to its Works: laid over the Works read from the cache, and
+	// told through WorkReported, they are aggregated while their write is
+	// under way rather than after it and its watch event (one hub write
+	// less between a member's change and its binding's status).
+	Outcomes *applier.Outcomes
 
-	written statusapply.LastWrites[aggregatedFields]
+	written  statusapply.LastWrites[aggregatedFields]
+	once     sync.Once
+	reported map[string]chan event.GenericEvent // by binding kind
+}
+
+// WorkReported has the binding of w aggregated again: an outcome of w is
+// being written (applier.Outcomes.Reported). It never blocks: with its
+// channel full, the watch of the Work's write brings the binding instead.
+func (r *Aggregator) WorkReported(w *workv1alpha1.Work) {
+	// Only what WorkToBinding reads: the mapping runs later, elsewhere.
+	e := event.GenericEvent{Object: &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{
+		Namespace: w.Namespace, Name: w.Name, Annotations: maps.Clone(w.Annotations)}}}
+	for _, ch := range r.reportedChannels() {
+		select {
+		case ch <- e:
+		default:
+		}
+	}
+}
+
+func (r *Aggregator) reportedChannels() map[string]chan event.GenericEvent {
+	r.once.Do(func() {
+		r.reported = map[string]chan event.GenericEvent{}
+		for _, kind := range []string{KindResourceBinding, KindClusterResourceBinding} {
+			r.reported[kind] = make(chan event.GenericEvent, 1024)
+		}
+	})
+	return r.reported
 }
 
 // DefaultCoalesce is the Aggregator's default wait for a burst's further
@@ -122,6 +160,7 @@ func (r *Aggregator) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 			// just after, are one aggregation.
 			Watches(NewBinding(kind), pacing.EnqueueCoalesced(self, r.Coalesce), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 			Watches(&workv1alpha1.Work{}, pacing.EnqueueCoalesced(WorkToBinding(kind), r.Coalesce)).
+			WatchesRawSource(source.Channel(r.reportedChannels()[kind], pacing.EnqueueCoalesced(WorkToBinding(kind), r.Coalesce))).
 			WithOptions(options).
 			Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 				return r.Reconcile(ctx, kind, req)
@@ -181,6 +220,9 @@ func (r *Aggregator) aggregate(ctx context.Context, kind string, req ctrl.Reques
 	works := &workv1alpha1.WorkList{}
 	if err := r.Client.List(ctx, works, client.MatchingLabels{workv1alpha1.BindingPermanentIDLabel: string(b.GetUID())}); err != nil {
 		return 0, fmt.Errorf("list the Works of %s %s: %w", kind, req.NamespacedName, err)
+	}
+	for i := range works.Items {
+		r.Outcomes.Overlay(&works.Items[i])
 	}
 	a := Aggregate(b.BindingSpec(), works.Items)
 	if len(works.Items) == 0 && neverPlaced(b, a.Condition, workv1alpha1.ConditionFullyApplied) {

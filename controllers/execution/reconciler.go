@@ -137,6 +137,9 @@ type Reconciler struct {
 	// Reports paces status writes that only move progress
 	// (applier.WriteOutcome); Options.ProgressInterval when nil.
 	Reports *pacing.Reports
+	// Outcomes remembers the outcome last written to each Work (and tells
+	// who else reads them, the aggregate phase); one of its own when nil.
+	Outcomes *applier.Outcomes
 
 	applier    *applier.Applier
 	applied    *applier.Applied
@@ -168,7 +171,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 	r.applier = &applier.Applier{Works: r.Client, Members: r.MemberClients, Access: r.Access, Recorder: r.Recorder, Options: r.Options,
 		Interpreter: r.Interpreter}
 	r.applied = applier.NewApplied(r.ResyncHealthy)
-	r.outcomes = &applier.Outcomes{}
+	r.outcomes = r.Outcomes
+	if r.outcomes == nil {
+		r.outcomes = &applier.Outcomes{}
+	}
 	r.wakeups = make(chan event.GenericEvent, 1024)
 	r.inFlight = newInFlight(r.MaxInFlightPerMember, r.wakeups)
 	if r.Health != nil {

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/flotilla-io/flotilla/controllers/applier"
 	"github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/controllers/customization"
 	"github.com/flotilla-io/flotilla/controllers/detector"
@@ -163,16 +164,20 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if opts.MemberWatches != nil {
 		watcher = &memberwatch.Watcher{Connections: opts.MemberWatches, Log: mgr.GetLogger().WithName("memberwatch")}
 	}
+	// The aggregate phase reads the outcomes the executor is writing to
+	// Push members' Works as the writes start.
+	outcomes := &applier.Outcomes{}
+	aggregator := &binding.Aggregator{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-status"), Interpreter: interp,
+		Reports: opts.Reports, Outcomes: outcomes}
+	outcomes.Reported = aggregator.WorkReported
 	if err := (&execution.Reconciler{
 		Client: c, MemberClients: opts.MemberClients, Access: opts.MemberAccess, Recorder: mgr.GetEventRecorder("flotilla-execution"),
 		Options: opts.Execution, Health: opts.MemberHealth, MaxInFlightPerMember: opts.MaxInFlightPerMember, MemberTimeout: opts.MemberTimeout,
-		WithdrawTimeout: opts.WithdrawTimeout, Watcher: watcher, Interpreter: interp, Reports: opts.Reports,
+		WithdrawTimeout: opts.WithdrawTimeout, Watcher: watcher, Interpreter: interp, Reports: opts.Reports, Outcomes: outcomes,
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: opts.WorkConcurrency}); err != nil {
 		return fmt.Errorf("execution controller: %w", err)
 	}
-	if err := (&binding.Aggregator{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-status"), Interpreter: interp,
-		Reports: opts.Reports}).
-		SetupWithManager(mgr, options); err != nil {
+	if err := aggregator.SetupWithManager(mgr, options); err != nil {
 		return fmt.Errorf("status controller: %w", err)
 	}
 	return nil
