@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -82,7 +83,10 @@ func SetupWithManager(mgr ctrl.Manager, members Members) error {
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named("fleet-" + kind).
 			For(obj).
-			WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
+			// A test process may start one fleet after another (make
+			// bench-e2e runs every benchmark, each with its own fleet); the
+			// names are unique within each fleet's manager.
+			WithOptions(controller.Options{MaxConcurrentReconciles: 2, SkipNameValidation: ptr.To(true)}).
 			Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 				u := &unstructured.Unstructured{}
 				u.SetGroupVersionKind(gvk)
