@@ -120,7 +120,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.execution.ResyncHealthy, "resync-healthy", 5*time.Minute, "How often a healthy Work is applied again (drift repair); with --watch-member-objects a change in the member is repaired at once.")
 	fs.DurationVar(&o.execution.ProgressInterval, "status-progress-interval", pacing.DefaultProgressInterval, "The least time between two writes of a Work's or a binding's status on the hub that only move progress (replica counts, messages) while nothing changes state; a change of state (applied or not, health, a condition) is written at once, with the progress so far. 0 writes every change at once.")
 	fs.IntVar(&o.concurrentWorkSyncs, "concurrent-work-syncs", propagation.DefaultWorkConcurrency, "How many Works are applied or refreshed at once over all Push-mode members (--member-concurrent-works bounds each member).")
-	fs.IntVar(&o.memberConcurrentWorks, "member-concurrent-works", execution.DefaultMaxInFlightPerMember, "How many Works of one Push-mode member are applied at once; the rest wait without holding a worker, so a slow member delays only its own Works.")
+	fs.IntVar(&o.memberConcurrentWorks, "member-concurrent-works", execution.DefaultMaxInFlightPerMember, "How many Works of one Push-mode member are applied at once, and apart how many are read back (a change seen in the member); the rest wait without holding a worker, so a slow member delays only its own Works.")
 
 	e := &o.enrolment
 	fs.BoolVar(&e.EnrolAll, "enrol-all", false, "Enrol every CAPI Cluster not labelled flotilla.io/enroll=false, not only those (or whose namespace is) labelled flotilla.io/enroll=true.")

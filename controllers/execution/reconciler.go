@@ -13,7 +13,8 @@
 //
 // One member cannot hold up the others: at most MaxInFlightPerMember of a
 // member's Works are applied at once (the rest wait without holding a
-// worker), each apply is bounded by MemberTimeout, and a member that did not
+// worker), and as many read back (a Work the member holds as applied, whose
+// object changed there: its status does not wait behind applies), each apply is bounded by MemberTimeout, and a member that did not
 // answer is left alone for a growing backoff (memberclient.Health) — its
 // Works say Applied=False MemberUnreachable — and caught up at once when it
 // answers again. A Work the member rejects (invalid, denied by its
@@ -119,7 +120,8 @@ type Reconciler struct {
 	// that did not answer is not tried before its backoff ends.
 	Health *memberclient.Health
 	// MaxInFlightPerMember bounds how many Works of one member are applied
-	// at once. Default DefaultMaxInFlightPerMember.
+	// at once, and, apart, how many are read back (refreshed) at once.
+	// Default DefaultMaxInFlightPerMember.
 	MaxInFlightPerMember int
 	// MemberTimeout bounds one Work's apply or removal in its member.
 	// Default DefaultMemberTimeout.
@@ -144,7 +146,8 @@ type Reconciler struct {
 	applier    *applier.Applier
 	applied    *applier.Applied
 	outcomes   *applier.Outcomes
-	inFlight   *inFlight
+	applying   *inFlight
+	reading    *inFlight
 	rejections rejections
 	wakeups    chan event.GenericEvent
 }
@@ -176,7 +179,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 		r.outcomes = &applier.Outcomes{}
 	}
 	r.wakeups = make(chan event.GenericEvent, 1024)
-	r.inFlight = newInFlight(r.MaxInFlightPerMember, r.wakeups)
+	r.applying = newInFlight(r.MaxInFlightPerMember, r.wakeups)
+	r.reading = newInFlight(r.MaxInFlightPerMember, r.wakeups)
 	if r.Health != nil {
 		if err := mgr.Add(manager.RunnableFunc(r.catchUp)); err != nil {
 			return err
@@ -360,10 +364,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			return r.unreachable(work, err), nil
 		}
 	}
-	if !r.inFlight.acquire(memberName, req.NamespacedName) {
+	// A Work the member holds as last applied is only read back (a change
+	// its watch saw): that read does not wait behind the member's applies,
+	// which in a burst would hold a Deployment's Ready behind every Work
+	// queued for the member.
+	slots := r.applying
+	if work.DeletionTimestamp.IsZero() && r.applied.FreshFor(work, time.Now()) > 0 {
+		slots = r.reading
+	}
+	if !slots.acquire(memberName, req.NamespacedName) {
 		return ctrl.Result{RequeueAfter: waitingRequeue}, nil
 	}
-	defer r.inFlight.release(memberName)
+	defer slots.release(memberName)
 	memberCtx, cancel := context.WithTimeout(ctx, r.MemberTimeout)
 	defer cancel()
 

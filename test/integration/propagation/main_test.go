@@ -46,6 +46,11 @@ const (
 	member1    = "member1"
 	member2    = "member2"
 	hungMember = "hung"
+	// gatedMember is member2's apiserver under another name, through a
+	// client whose applies into the namespace gatedNamespace wait until
+	// openGate: a member slow to apply some objects.
+	gatedMember    = "gated"
+	gatedNamespace = "gated-slow"
 )
 
 var (
@@ -269,13 +274,19 @@ func startManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	all := staticMembers{hungMember: hung}
+	all := staticMembers{hungMember: hung, gatedMember: nil}
 	for name, c := range members {
 		all[name] = c
+	}
+	if all[gatedMember], err = gatedClient(memberConfigs[member2]); err != nil {
+		return err
 	}
 	err = propagation.SetupWithManager(ctx, mgr, propagation.Options{
 		MemberClients: all,
 		MemberWatches: memberwatch.ConnectionsFunc(func(_ context.Context, member string) (*rest.Config, error) {
+			if member == gatedMember {
+				member = member2
+			}
 			if cfg, ok := memberConfigs[member]; ok {
 				return cfg, nil
 			}
