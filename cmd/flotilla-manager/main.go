@@ -76,6 +76,7 @@ type options struct {
 	memberApplyTimeout     time.Duration
 	memberConcurrentWorks  int
 	concurrentWorkSyncs    int
+	concurrentBindingSyncs int
 	memberWithdrawTimeout  time.Duration
 	watchMemberObjects     bool
 	kubeAPIQPS             float32
@@ -120,6 +121,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.execution.ResyncHealthy, "resync-healthy", 5*time.Minute, "How often a healthy Work is applied again (drift repair); with --watch-member-objects a change in the member is repaired at once.")
 	fs.DurationVar(&o.execution.ProgressInterval, "status-progress-interval", pacing.DefaultProgressInterval, "The least time between two writes of a Work's or a binding's status on the hub that only move progress (replica counts, messages) while nothing changes state; a change of state (applied or not, health, a condition) is written at once, with the progress so far. 0 writes every change at once.")
 	fs.IntVar(&o.concurrentWorkSyncs, "concurrent-work-syncs", propagation.DefaultWorkConcurrency, "How many Works are applied or refreshed at once over all Push-mode members (--member-concurrent-works bounds each member).")
+	fs.IntVar(&o.concurrentBindingSyncs, "concurrent-resourcebinding-syncs", propagation.DefaultBindingConcurrency, "How many ResourceBindings and ClusterResourceBindings each binding phase (rendering Works, aggregating status) handles at once.")
 	fs.IntVar(&o.memberConcurrentWorks, "member-concurrent-works", execution.DefaultMaxInFlightPerMember, "How many Works of one Push-mode member are applied at once, and apart how many are read back (a change seen in the member); the rest wait without holding a worker, so a slow member delays only its own Works.")
 
 	e := &o.enrolment
@@ -246,6 +248,9 @@ func run(opts *options) error {
 	if opts.concurrentWorkSyncs < 1 {
 		return fmt.Errorf("--concurrent-work-syncs must be at least 1, got %d", opts.concurrentWorkSyncs)
 	}
+	if opts.concurrentBindingSyncs < 1 {
+		return fmt.Errorf("--concurrent-resourcebinding-syncs must be at least 1, got %d", opts.concurrentBindingSyncs)
+	}
 	if opts.memberConcurrentWorks < 1 {
 		return fmt.Errorf("--member-concurrent-works must be at least 1, got %d", opts.memberConcurrentWorks)
 	}
@@ -337,7 +342,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	access := &enrolment.Access{Reader: mgr.GetAPIReader()}
 	if err := propagation.SetupWithManager(ctx, mgr, propagation.Options{
 		MemberClients: members, MemberAccess: access, MemberHealth: health, Quota: quotas,
-		MemberTimeout: opts.memberApplyTimeout, MaxInFlightPerMember: opts.memberConcurrentWorks, WorkConcurrency: opts.concurrentWorkSyncs, WithdrawTimeout: opts.memberWithdrawTimeout,
+		MemberTimeout: opts.memberApplyTimeout, MaxInFlightPerMember: opts.memberConcurrentWorks, WorkConcurrency: opts.concurrentWorkSyncs, BindingConcurrency: opts.concurrentBindingSyncs, WithdrawTimeout: opts.memberWithdrawTimeout,
 		Removals: &opts.removals, Execution: opts.execution, MemberWatches: watches,
 	}); err != nil {
 		return fmt.Errorf("set up propagation: %w", err)

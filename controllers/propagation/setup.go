@@ -67,6 +67,10 @@ type Options struct {
 	// Concurrency is how many templates and bindings each controller
 	// reconciles at once; 0 means DefaultConcurrency.
 	Concurrency int
+	// BindingConcurrency is how many bindings each binding phase's
+	// controller (render, aggregate) handles at once; 0 means
+	// DefaultBindingConcurrency.
+	BindingConcurrency int
 	// WorkConcurrency is how many Works the execution controller handles at
 	// once, over all Push-mode members (MaxInFlightPerMember bounds each);
 	// 0 means DefaultWorkConcurrency.
@@ -88,6 +92,10 @@ type Options struct {
 // one worker per controller would serialise the fleet.
 const DefaultConcurrency = 4
 
+// DefaultBindingConcurrency: the render and aggregate phases wait on the
+// hub's apiserver for each binding's Works and status.
+const DefaultBindingConcurrency = DefaultConcurrency
+
 // DefaultWorkConcurrency: a Work's handling is mostly waiting on its
 // member's apiserver and the hub's, and each change of an object in a
 // member (watched) is a handling; with 4 workers for all members, a burst of
@@ -106,6 +114,10 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if opts.WorkConcurrency <= 0 {
 		opts.WorkConcurrency = DefaultWorkConcurrency
 	}
+	if opts.BindingConcurrency <= 0 {
+		opts.BindingConcurrency = DefaultBindingConcurrency
+	}
+	bindingOptions := controller.Options{MaxConcurrentReconciles: opts.BindingConcurrency}
 	if opts.Reports == nil {
 		opts.Reports = &pacing.Reports{Interval: opts.Execution.ProgressInterval}
 	}
@@ -157,7 +169,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		br.Quota = opts.Quota
 		br.QuotaWakeups = []source.TypedSource[reconcile.Request]{quotacontroller.NewRenderRetry(c, opts.Quota)}
 	}
-	if err := br.SetupWithManager(ctx, mgr, options); err != nil {
+	if err := br.SetupWithManager(ctx, mgr, bindingOptions); err != nil {
 		return fmt.Errorf("binding controller: %w", err)
 	}
 	var watcher *memberwatch.Watcher
@@ -177,7 +189,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}).SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: opts.WorkConcurrency}); err != nil {
 		return fmt.Errorf("execution controller: %w", err)
 	}
-	if err := aggregator.SetupWithManager(mgr, options); err != nil {
+	if err := aggregator.SetupWithManager(mgr, bindingOptions); err != nil {
 		return fmt.Errorf("status controller: %w", err)
 	}
 	return nil
