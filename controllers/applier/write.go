@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -69,6 +70,18 @@ func onlyProgress(was, now outcomeFields) bool {
 	return equality.Semantic.DeepEqual(strip(was), strip(now))
 }
 
+// BecameAvailable reports whether a Work's conditions turn Available=True
+// from an Available condition reported not True: its objects became
+// healthy after they were applied (a Deployment's replicas turning Ready),
+// the change its binding's readers wait for. A first report, applied and
+// healthy at once (a ConfigMap), is not such a turn: it comes with its
+// sibling Works' first reports.
+func BecameAvailable(before, after []metav1.Condition) bool {
+	was := meta.FindStatusCondition(before, workv1alpha1.WorkAvailable)
+	now := meta.FindStatusCondition(after, workv1alpha1.WorkAvailable)
+	return was != nil && was.Status != metav1.ConditionTrue && now != nil && now.Status == metav1.ConditionTrue
+}
+
 // Outcomes remembers the outcome each Work's writer last wrote of it
 // (statusapply.LastWrites): a Work read from a cache that has not seen
 // that write yet is taken as written (Overlay). Its manifests' statuses are
@@ -83,8 +96,9 @@ func onlyProgress(was, now outcomeFields) bool {
 // one hub write and one watch later.
 type Outcomes struct {
 	// Reported, when set, is called with each Work whose outcome is about
-	// to be written, once it is remembered. It must not block.
-	Reported func(w *workv1alpha1.Work)
+	// to be written, once it is remembered, and whether the Work turns
+	// Available with it (BecameAvailable). It must not block.
+	Reported func(w *workv1alpha1.Work, becameAvailable bool)
 
 	written statusapply.LastWrites[outcomeFields]
 }
@@ -123,9 +137,9 @@ func (o *Outcomes) Forget(key types.NamespacedName) {
 	}
 }
 
-// remember records f as w's outcome and tells Reported; undo puts back
-// what was remembered before.
-func (o *Outcomes) remember(w *workv1alpha1.Work, f outcomeFields) (undo func()) {
+// remember records f, following was, as w's outcome and tells Reported;
+// undo puts back what was remembered before.
+func (o *Outcomes) remember(w *workv1alpha1.Work, was, f outcomeFields) (undo func()) {
 	if o == nil {
 		return func() {}
 	}
@@ -133,7 +147,7 @@ func (o *Outcomes) remember(w *workv1alpha1.Work, f outcomeFields) (undo func())
 	previous, had := o.written.Get(key, w.UID)
 	o.written.Remember(key, w.UID, f)
 	if o.Reported != nil {
-		o.Reported(w)
+		o.Reported(w, BecameAvailable(was.Conditions, f.Conditions))
 	}
 	return func() {
 		if had {
@@ -191,7 +205,7 @@ func WriteOutcome(ctx context.Context, c client.Client, before, work *workv1alph
 			return wait, nil
 		}
 	}
-	undo := outcomes.remember(work, now)
+	undo := outcomes.remember(work, was, now)
 	if err := statusapply.Apply(ctx, c, workv1alpha1.GroupVersion.WithKind("Work"), key, "", manager, now); err != nil {
 		undo()
 		// A Work whose last finalizer went is gone: nothing to report on it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -203,10 +204,12 @@ func TestAnOutcomeIsReportedAsItsWriteStartsAndForgottenIfItsWriteFails(t *testi
 	}
 	outcomes := &applier.Outcomes{}
 	var seen []int // writes sent when Reported was told, and manifests it saw
-	outcomes.Reported = func(w *workv1alpha1.Work) {
+	var turns []bool
+	outcomes.Reported = func(w *workv1alpha1.Work, becameAvailable bool) {
 		stale := overlaid()
 		outcomes.Overlay(stale)
 		seen = append(seen, len(*sent), len(stale.Status.ManifestStatuses))
+		turns = append(turns, becameAvailable)
 	}
 	first := rollingOut(read, 0)
 	if _, err := applier.WriteOutcome(context.Background(), hub, read, first, "flotilla-test", nil, outcomes); err != nil {
@@ -228,5 +231,37 @@ func TestAnOutcomeIsReportedAsItsWriteStartsAndForgottenIfItsWriteFails(t *testi
 	refuse = false
 	if _, err := applier.WriteOutcome(context.Background(), hub, after, healthy(read), "flotilla-test", nil, outcomes); err != nil || len(*sent) != 3 {
 		t.Errorf("the healthy outcome again: %v, %d writes sent; want it written (3)", err, len(*sent))
+	}
+	// The first report (not Available yet) is no turn; the healthy ones,
+	// refused and made again, follow an Available=False: turns.
+	if want := []bool{false, true, true}; !slices.Equal(turns, want) {
+		t.Errorf("Reported told becameAvailable %v, want %v", turns, want)
+	}
+}
+
+// A Work turning Available after it was reported not Available is the
+// turn its binding's readers wait for; a first report healthy at once, a
+// Work staying Available or losing it are not.
+func TestBecameAvailable(t *testing.T) {
+	available := func(s metav1.ConditionStatus) []metav1.Condition {
+		return []metav1.Condition{{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue}, {Type: workv1alpha1.WorkAvailable, Status: s}}
+	}
+	applied := []metav1.Condition{{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue}}
+	for _, c := range []struct {
+		name          string
+		before, after []metav1.Condition
+		want          bool
+	}{
+		{"not available, then available", available(metav1.ConditionFalse), available(metav1.ConditionTrue), true},
+		{"unknown, then available", available(metav1.ConditionUnknown), available(metav1.ConditionTrue), true},
+		{"first report, available at once", nil, available(metav1.ConditionTrue), false},
+		{"applied without availability, then available", applied, available(metav1.ConditionTrue), false},
+		{"stays available", available(metav1.ConditionTrue), available(metav1.ConditionTrue), false},
+		{"loses availability", available(metav1.ConditionTrue), available(metav1.ConditionFalse), false},
+		{"stays not available", available(metav1.ConditionFalse), available(metav1.ConditionFalse), false},
+	} {
+		if got := applier.BecameAvailable(c.before, c.after); got != c.want {
+			t.Errorf("%s: BecameAvailable = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

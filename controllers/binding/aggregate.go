@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -90,17 +91,25 @@ type Aggregator struct {
 
 	written  statusapply.LastWrites[aggregatedFields]
 	once     sync.Once
-	reported map[string]chan event.GenericEvent // by binding kind
+	reported map[string]reports // by binding kind
 }
 
 // WorkReported has the binding of w aggregated again: an outcome of w is
-// being written (applier.Outcomes.Reported). It never blocks: with its
-// channel full, the watch of the Work's write brings the binding instead.
-func (r *Aggregator) WorkReported(w *workv1alpha1.Work) {
+// being written (applier.Outcomes.Reported) — at once when with it w turns
+// Available and completes its binding (every Work of it Available), after
+// the coalescing window otherwise. It never blocks: with its channel full,
+// the watch of the Work's write brings the binding instead.
+func (r *Aggregator) WorkReported(w *workv1alpha1.Work, becameAvailable bool) {
 	// Only what WorkToBinding reads: the mapping runs later, elsewhere.
 	e := event.GenericEvent{Object: &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{
 		Namespace: w.Namespace, Name: w.Name, Annotations: maps.Clone(w.Annotations)}}}
-	for _, ch := range r.reportedChannels() {
+	now := becameAvailable && r.completes(context.Background(), w)
+	channels := r.reportedChannels()
+	for kind := range channels {
+		ch := channels[kind].coalesced
+		if now {
+			ch = channels[kind].now
+		}
 		select {
 		case ch <- e:
 		default:
@@ -108,14 +117,51 @@ func (r *Aggregator) WorkReported(w *workv1alpha1.Work) {
 	}
 }
 
-func (r *Aggregator) reportedChannels() map[string]chan event.GenericEvent {
+// reports are the channels of one binding kind's Work reports.
+type reports struct {
+	coalesced, now chan event.GenericEvent
+}
+
+func (r *Aggregator) reportedChannels() map[string]reports {
 	r.once.Do(func() {
-		r.reported = map[string]chan event.GenericEvent{}
+		r.reported = map[string]reports{}
 		for _, kind := range []string{KindResourceBinding, KindClusterResourceBinding} {
-			r.reported[kind] = make(chan event.GenericEvent, 1024)
+			r.reported[kind] = reports{coalesced: make(chan event.GenericEvent, 1024), now: make(chan event.GenericEvent, 1024)}
 		}
 	})
 	return r.reported
+}
+
+// completesBinding picks the Work updates that turn it Available and with
+// it every Work of its binding: the binding turns Ready, what its readers
+// wait for, and is aggregated at once rather than after the coalescing
+// window. A member turning Ready while another is not yet waits the window,
+// as the rest of a burst's reports do, so that members turning together are
+// still one status write.
+func (r *Aggregator) completesBinding(ctx context.Context, before, after client.Object) bool {
+	b, ok1 := before.(*workv1alpha1.Work)
+	a, ok2 := after.(*workv1alpha1.Work)
+	return ok1 && ok2 && applier.BecameAvailable(b.Status.Conditions, a.Status.Conditions) && r.completes(ctx, a)
+}
+
+// completes reports whether every Work of w's binding is Available, as the
+// cache holds them with the outcomes being written laid over.
+func (r *Aggregator) completes(ctx context.Context, w client.Object) bool {
+	id := w.GetLabels()[workv1alpha1.BindingPermanentIDLabel]
+	if id == "" || r.Client == nil {
+		return true
+	}
+	works := &workv1alpha1.WorkList{}
+	if err := r.Client.List(ctx, works, client.MatchingLabels{workv1alpha1.BindingPermanentIDLabel: id}); err != nil {
+		return true
+	}
+	for i := range works.Items {
+		r.Outcomes.Overlay(&works.Items[i])
+		if !conditions.IsTrue(&works.Items[i], workv1alpha1.WorkAvailable) {
+			return false
+		}
+	}
+	return true
 }
 
 // DefaultCoalesce is the Aggregator's default wait for a burst's further
@@ -159,8 +205,11 @@ func (r *Aggregator) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 			// A new placement and the Works it makes, applied and reporting
 			// just after, are one aggregation.
 			Watches(NewBinding(kind), pacing.EnqueueCoalesced(self, r.Coalesce), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-			Watches(&workv1alpha1.Work{}, pacing.EnqueueCoalesced(WorkToBinding(kind), r.Coalesce)).
-			WatchesRawSource(source.Channel(r.reportedChannels()[kind], pacing.EnqueueCoalesced(WorkToBinding(kind), r.Coalesce))).
+			// The Work turning Available that makes its binding Ready is
+			// aggregated at once (completesBinding).
+			Watches(&workv1alpha1.Work{}, pacing.EnqueueCoalescedUnless(WorkToBinding(kind), r.Coalesce, r.completesBinding)).
+			WatchesRawSource(source.Channel(r.reportedChannels()[kind].coalesced, pacing.EnqueueCoalesced(WorkToBinding(kind), r.Coalesce))).
+			WatchesRawSource(source.Channel(r.reportedChannels()[kind].now, handler.EnqueueRequestsFromMapFunc(WorkToBinding(kind)))).
 			WithOptions(options).
 			Complete(reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 				return r.Reconcile(ctx, kind, req)

@@ -49,7 +49,7 @@ func TestABindingIsAggregatedFromAnOutcomeWhileItsWorkIsBeingWritten(t *testing.
 		SubResourceApply: func(ctx context.Context, _ client.Client, _ string, _ runtime.ApplyConfiguration, _ ...client.SubResourceApplyOption) error {
 			// The Work's write under way: the binding is aggregated now.
 			select {
-			case e := <-r.reportedChannels()[KindResourceBinding]:
+			case e := <-r.reportedChannels()[KindResourceBinding].coalesced:
 				woken = append(woken, WorkToBinding(KindResourceBinding)(ctx, e.Object)...)
 			default:
 			}
@@ -76,5 +76,90 @@ func TestABindingIsAggregatedFromAnOutcomeWhileItsWorkIsBeingWritten(t *testing.
 	got := writes[0].Status
 	if len(got.AggregatedStatus) != 1 || !got.AggregatedStatus[0].Applied || got.AggregatedStatus[0].Health != workv1alpha1.ResourceHealthy || got.ReadyReplicas != 1 {
 		t.Errorf("binding status %+v; want m1 applied and healthy, 1 ready, from the outcome being written", got)
+	}
+}
+
+// A report that turns a Work Available and with it its whole binding
+// (every Work Available) wakes the binding at once; a member turning
+// Available while another is not, or any other report, waits out the
+// coalescing window with its sibling Works' reports. The Work watch's
+// updates (Pull members) are told apart the same way.
+func TestTheWorkTurningItsBindingReadyWakesItAtOnce(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := workv1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	available := func(st metav1.ConditionStatus) []metav1.Condition {
+		return []metav1.Condition{{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: "Applied"},
+			{Type: workv1alpha1.WorkAvailable, Status: st, Reason: "Available"}}
+	}
+	work := func(member string, st metav1.ConditionStatus) *workv1alpha1.Work {
+		w := workOn(member, nil)
+		w.Name, w.UID = "web-"+member, types.UID("w-"+member)
+		w.Labels[workv1alpha1.BindingPermanentIDLabel] = "b-1"
+		w.Annotations = map[string]string{workv1alpha1.BindingKindAnnotation: KindResourceBinding,
+			workv1alpha1.BindingNamespaceAnnotation: "fleet", workv1alpha1.BindingNameAnnotation: "web-deployment"}
+		w.Status.Conditions = available(st)
+		return &w
+	}
+	m1, m2 := work("m1", metav1.ConditionFalse), work("m2", metav1.ConditionFalse)
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(m1, m2).WithStatusSubresource(m1).Build()
+	outcomes := &applier.Outcomes{}
+	r := &Aggregator{Client: c, Outcomes: outcomes}
+	outcomes.Reported = r.WorkReported
+	writes := interceptor.NewClient(fake.NewClientBuilder().WithScheme(s).Build(), interceptor.Funcs{
+		SubResourceApply: func(context.Context, client.Client, string, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
+			return nil
+		},
+	})
+	queued := func() (now, coalesced int) {
+		ch := r.reportedChannels()[KindResourceBinding]
+		now, coalesced = len(ch.now), len(ch.coalesced)
+		for len(ch.now) > 0 {
+			<-ch.now
+		}
+		for len(ch.coalesced) > 0 {
+			<-ch.coalesced
+		}
+		return now, coalesced
+	}
+	report := func(before *workv1alpha1.Work, st metav1.ConditionStatus) {
+		after := before.DeepCopy()
+		after.Status.Conditions = available(st)
+		if _, err := applier.WriteOutcome(context.Background(), writes, before, after, "flotilla-test", nil, outcomes); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	report(m1, metav1.ConditionTrue) // m1 Ready, m2 not yet
+	if now, coalesced := queued(); now != 0 || coalesced != 1 {
+		t.Errorf("m1 Available while m2 is not: %d woken at once, %d coalesced; want 0, 1", now, coalesced)
+	}
+	report(m2, metav1.ConditionTrue) // m2 Ready: the binding is
+	if now, coalesced := queued(); now != 1 || coalesced != 0 {
+		t.Errorf("m2 Available, m1 already (its outcome being written): %d woken at once, %d coalesced; want 1, 0", now, coalesced)
+	}
+
+	// The watch of Works, as a Pull member's agent writes them: m1 is
+	// Available in the cache.
+	ready := m1.DeepCopy()
+	ready.Status.Conditions = available(metav1.ConditionTrue)
+	if err := c.Status().Update(context.Background(), ready); err != nil {
+		t.Fatal(err)
+	}
+	outcomes.Forget(client.ObjectKeyFromObject(m2))
+	turned := m2.DeepCopy()
+	turned.Status.Conditions = available(metav1.ConditionTrue)
+	if r.completesBinding(context.Background(), m2, turned) {
+		t.Error("m2 turning Available while the cache holds it not Available: urgent; want it to wait for the cache's m2")
+	}
+	if err := c.Status().Update(context.Background(), turned); err != nil {
+		t.Fatal(err)
+	}
+	if !r.completesBinding(context.Background(), m2, turned) {
+		t.Error("m2 turning Available, m1 Available: not urgent")
+	}
+	if r.completesBinding(context.Background(), turned, turned) {
+		t.Error("an update of a Work that stays Available: urgent")
 	}
 }

@@ -49,3 +49,25 @@ func EnqueueCoalesced[T client.Object](mapFn handler.TypedMapFunc[T, reconcile.R
 		},
 	}
 }
+
+// EnqueueCoalescedUnless is EnqueueCoalesced but for the updates urgent
+// picks, which are queued at once: the change a reader waits for (a Work
+// turning Available, its binding's Ready) is not held for a window meant
+// to merge a burst's reports.
+func EnqueueCoalescedUnless[T client.Object](mapFn handler.TypedMapFunc[T, reconcile.Request], window time.Duration,
+	urgent func(ctx context.Context, before, after T) bool) handler.TypedEventHandler[T, reconcile.Request] {
+	coalesced := EnqueueCoalesced(mapFn, window)
+	now := handler.TypedEnqueueRequestsFromMapFunc(mapFn)
+	return handler.TypedFuncs[T, reconcile.Request]{
+		CreateFunc: coalesced.Create,
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[T], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if urgent(ctx, e.ObjectOld, e.ObjectNew) {
+				now.Update(ctx, e, q)
+				return
+			}
+			coalesced.Update(ctx, e, q)
+		},
+		DeleteFunc:  coalesced.Delete,
+		GenericFunc: coalesced.Generic,
+	}
+}
