@@ -14,8 +14,9 @@
 // One member cannot hold up the others: at most MaxInFlightPerMember of a
 // member's Works are applied at once (the rest wait without holding a
 // worker), and as many read back (a Work the member holds as applied, whose
-// object changed there: its status does not wait behind applies), each apply is bounded by MemberTimeout, and a member that did not
-// answer is left alone for a growing backoff (memberclient.Health) — its
+// object changed there: its status does not wait behind applies); each
+// apply is bounded by MemberTimeout, and a member that did not answer is
+// left alone for a growing backoff (memberclient.Health) — its
 // Works say Applied=False MemberUnreachable — and caught up at once when it
 // answers again. A Work the member rejects (invalid, denied by its
 // admission) is retried with a doubling backoff up to 5 minutes, and at

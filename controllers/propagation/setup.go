@@ -64,8 +64,9 @@ type Options struct {
 	// WithdrawTimeout bounds how long a deleted Work waits for its
 	// unreachable member; 0 means execution's default.
 	WithdrawTimeout time.Duration
-	// Concurrency is how many templates and bindings each controller
-	// reconciles at once; 0 means DefaultConcurrency.
+	// Concurrency is how many templates (detector) and federated
+	// namespaces each controller reconciles at once; 0 means
+	// DefaultConcurrency. Bindings have BindingConcurrency.
 	Concurrency int
 	// BindingConcurrency is how many bindings each binding phase's
 	// controller (render, aggregate) handles at once; 0 means
