@@ -151,8 +151,8 @@ func (r *Aggregator) completes(ctx context.Context, w client.Object) bool {
 	if id == "" || r.Client == nil {
 		return true
 	}
-	works := &workv1alpha1.WorkList{}
-	if err := r.Client.List(ctx, works, client.MatchingLabels{workv1alpha1.BindingPermanentIDLabel: id}); err != nil {
+	works, err := listWorksOf(ctx, r.Client, id)
+	if err != nil {
 		return true
 	}
 	for i := range works.Items {
@@ -266,8 +266,8 @@ func (r *Aggregator) aggregate(ctx context.Context, kind string, req ctrl.Reques
 	before := b.DeepCopyObject().(workv1alpha1.Binding)
 	previous := conditions.Get(b, workv1alpha1.ConditionFullyApplied).DeepCopy() // Get points into the list Set changes
 
-	works := &workv1alpha1.WorkList{}
-	if err := r.Client.List(ctx, works, client.MatchingLabels{workv1alpha1.BindingPermanentIDLabel: string(b.GetUID())}); err != nil {
+	works, err := listWorksOf(ctx, r.Client, string(b.GetUID()))
+	if err != nil {
 		return 0, fmt.Errorf("list the Works of %s %s: %w", kind, req.NamespacedName, err)
 	}
 	for i := range works.Items {

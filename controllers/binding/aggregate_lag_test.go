@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -43,7 +42,7 @@ func TestAnAggregationStartsFromItsOwnLastWriteWhileTheCacheLags(t *testing.T) {
 	key := client.ObjectKey{Namespace: "fleet", Name: "web-deployment"}
 
 	var writes []statusWrite
-	cache := lagging(fake.NewClientBuilder().WithScheme(s).WithObjects(rb, &w).Build(), &writes)
+	cache := lagging(newFakeCache(s).WithObjects(rb, &w).Build(), &writes)
 	r := &Aggregator{Client: cache, Recorder: events.NewFakeRecorder(10), Now: func() time.Time { return now }}
 	aggregate := func() {
 		t.Helper()

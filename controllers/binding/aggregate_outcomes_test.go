@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -39,13 +38,13 @@ func TestABindingIsAggregatedFromAnOutcomeWhileItsWorkIsBeingWritten(t *testing.
 	key := client.ObjectKey{Namespace: "fleet", Name: "web-deployment"}
 
 	var writes []statusWrite
-	cache := lagging(fake.NewClientBuilder().WithScheme(s).WithObjects(rb, &cached).Build(), &writes)
+	cache := lagging(newFakeCache(s).WithObjects(rb, &cached).Build(), &writes)
 	outcomes := &applier.Outcomes{}
 	r := &Aggregator{Client: cache, Recorder: events.NewFakeRecorder(10), Now: time.Now, Outcomes: outcomes}
 	outcomes.Reported = r.WorkReported
 
 	var woken []ctrl.Request
-	workWrite := interceptor.NewClient(fake.NewClientBuilder().WithScheme(s).Build(), interceptor.Funcs{
+	workWrite := interceptor.NewClient(newFakeCache(s).Build(), interceptor.Funcs{
 		SubResourceApply: func(ctx context.Context, _ client.Client, _ string, _ runtime.ApplyConfiguration, _ ...client.SubResourceApplyOption) error {
 			// The Work's write under way: the binding is aggregated now.
 			select {
@@ -103,11 +102,11 @@ func TestTheWorkTurningItsBindingReadyWakesItAtOnce(t *testing.T) {
 		return &w
 	}
 	m1, m2 := work("m1", metav1.ConditionFalse), work("m2", metav1.ConditionFalse)
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(m1, m2).WithStatusSubresource(m1).Build()
+	c := newFakeCache(s).WithObjects(m1, m2).WithStatusSubresource(m1).Build()
 	outcomes := &applier.Outcomes{}
 	r := &Aggregator{Client: c, Outcomes: outcomes}
 	outcomes.Reported = r.WorkReported
-	writes := interceptor.NewClient(fake.NewClientBuilder().WithScheme(s).Build(), interceptor.Funcs{
+	writes := interceptor.NewClient(newFakeCache(s).Build(), interceptor.Funcs{
 		SubResourceApply: func(context.Context, client.Client, string, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
 			return nil
 		},

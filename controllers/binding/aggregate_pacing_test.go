@@ -12,7 +12,6 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -49,7 +48,7 @@ func TestABindingsProgressIsPacedAndItsStateChangesAreNot(t *testing.T) {
 	rb.Status.Conditions[0].LastTransitionTime = at
 
 	work := report(workv1alpha1.ResourceUnhealthy, 1)
-	base := fake.NewClientBuilder().WithScheme(s).WithObjects(rb, work).WithStatusSubresource(rb, work).Build()
+	base := newFakeCache(s).WithObjects(rb, work).WithStatusSubresource(rb, work).Build()
 	writes := 0
 	c := interceptor.NewClient(base, interceptor.Funcs{
 		SubResourceApply: func(_ context.Context, _ client.Client, _ string, _ runtime.ApplyConfiguration, _ ...client.SubResourceApplyOption) error {

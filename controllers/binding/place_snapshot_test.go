@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -90,7 +89,7 @@ func TestABindingQueuedByAMemberChangeSeesTheChange(t *testing.T) {
 	ctx := context.Background()
 	reader := &countingReader{cacheReader: cacheReader{members: []clusterv1alpha1.MemberCluster{st.Member("m1")}}}
 	rb := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-deployment"}}
-	r := &Placer{Client: fake.NewClientBuilder().WithScheme(workScheme(t)).WithObjects(rb).Build()}
+	r := &Placer{Client: newFakeCache(workScheme(t)).WithObjects(rb).Build()}
 	r.snapshots = &snapshots{reader: reader, sched: scheduler.New()}
 	if _, err := r.snapshots.get(ctx); err != nil {
 		t.Fatal(err)

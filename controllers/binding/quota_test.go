@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -61,7 +60,7 @@ spec:
 	}
 	m1 := &clusterv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "m1"}}
 	m2 := &clusterv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "m2"}}
-	hub := fake.NewClientBuilder().WithScheme(hubscheme.New()).WithObjects(m1, m2, existing, b).Build()
+	hub := newFakeCache(hubscheme.New()).WithObjects(m1, m2, existing, b).Build()
 
 	quotas := tracker.New(tracker.Options{})
 	quotas.MarkSynced()

@@ -789,8 +789,8 @@ func (r *Renderer) removeStaleWorks(ctx context.Context, s *rendering) (bool, er
 }
 
 func (r *Renderer) worksOf(ctx context.Context, b workv1alpha1.Binding) ([]workv1alpha1.Work, error) {
-	list := &workv1alpha1.WorkList{}
-	if err := r.Client.List(ctx, list, client.MatchingLabels{workv1alpha1.BindingPermanentIDLabel: string(b.GetUID())}); err != nil {
+	list, err := listWorksOf(ctx, r.Client, string(b.GetUID()))
+	if err != nil {
 		return nil, fmt.Errorf("list the Works of %s: %w", objectName(b.GetNamespace(), b.GetName()), err)
 	}
 	return list.Items, nil

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -46,7 +45,7 @@ func TestARenderingStartsFromItsOwnLastWriteWhileTheCacheLags(t *testing.T) {
 	key := client.ObjectKeyFromObject(rb)
 
 	var writes []statusWrite
-	cache := lagging(fake.NewClientBuilder().WithScheme(s).WithObjects(rb, ns).Build(), &writes)
+	cache := lagging(newFakeCache(s).WithObjects(rb, ns).Build(), &writes)
 	r := &Renderer{Client: cache, APIReader: cache, Recorder: events.NewFakeRecorder(10)}
 	render := func(wantReason string) {
 		t.Helper()

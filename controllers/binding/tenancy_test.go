@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -118,7 +117,7 @@ data:
 		t.Run(tt.name, func(t *testing.T) {
 			member := &clusterv1alpha1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: "m1"}}
 			r := &Renderer{
-				Client:     fake.NewClientBuilder().WithScheme(hubscheme.New()).WithObjects(member).Build(),
+				Client:     newFakeCache(hubscheme.New()).WithObjects(member).Build(),
 				RESTMapper: hubMapper(),
 			}
 			kind := KindResourceBinding
@@ -175,7 +174,7 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: settings, namespace: shop}
 `)
-	hub := fake.NewClientBuilder().WithScheme(hubscheme.New()).WithObjects(secret, own).Build()
+	hub := newFakeCache(hubscheme.New()).WithObjects(secret, own).Build()
 	tests := []struct {
 		name      string
 		ref       workv1alpha1.ObjectReference

@@ -1,6 +1,7 @@
 package binding
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -148,4 +150,37 @@ func dispatchSuspended(s *workv1alpha1.Suspension, member string) bool {
 		return true
 	}
 	return s.DispatchingOnClusters != nil && slices.Contains(s.DispatchingOnClusters.ClusterNames, member)
+}
+
+// WorksByBindingIndex indexes Works by the permanent ID of the binding they
+// were made for (BindingPermanentIDLabel). The render and aggregate phases
+// read a binding's Works on every change of it or of one of them; a label
+// selector on the cache would scan every cached Work (30,000 in a fleet of
+// 10,000 bindings on three members) each time.
+const WorksByBindingIndex = "work.flotilla.io/binding-permanent-id"
+
+// IndexWorksByBinding registers WorksByBindingIndex, once per manager,
+// before the render and aggregate phases are set up (as Cluster API's
+// index.AddDefaultIndexes).
+func IndexWorksByBinding(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &workv1alpha1.Work{}, WorksByBindingIndex, bindingIDOfWork); err != nil {
+		return fmt.Errorf("index Works by binding: %w", err)
+	}
+	return nil
+}
+
+func bindingIDOfWork(o client.Object) []string {
+	if id := o.GetLabels()[workv1alpha1.BindingPermanentIDLabel]; id != "" {
+		return []string{id}
+	}
+	return nil
+}
+
+// listWorksOf lists the Works made for the binding of that permanent ID.
+func listWorksOf(ctx context.Context, c client.Reader, id string) (*workv1alpha1.WorkList, error) {
+	works := &workv1alpha1.WorkList{}
+	if err := c.List(ctx, works, client.MatchingFields{WorksByBindingIndex: id}); err != nil {
+		return nil, err
+	}
+	return works, nil
 }
