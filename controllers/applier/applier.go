@@ -191,7 +191,8 @@ func (a *Applier) Apply(ctx context.Context, member string, w *workv1alpha1.Work
 		return Outcome{RequeueAfter: a.ResyncUnhealthy}, nil
 	}
 	if a.Access != nil {
-		if err := a.Access.Grant(ctx, member, w, needOf(t, w)); err != nil {
+		need, _ := needOf(t, w)
+		if err := a.Access.Grant(ctx, member, w, need); err != nil {
 			reason := workv1alpha1.WorkReasonApplyFailed
 			if errors.Is(err, ErrAccessRefused) {
 				reason = AccessRefusedReason
@@ -307,13 +308,14 @@ func suspended(w *workv1alpha1.Work) bool {
 func isTrue(b *bool) bool { return b != nil && *b }
 
 // needOf is what a Work's objects require in the member: their namespaces
-// and kinds. Manifests the member cannot map are left to the apply, which
-// reports them.
-func needOf(t target, w *workv1alpha1.Work) Need {
-	var need Need
+// and kinds, and whether every manifest was decoded and mapped. Manifests
+// the member cannot map are left to the apply, which reports them.
+func needOf(t target, w *workv1alpha1.Work) (need Need, complete bool) {
+	complete = true
 	for i, m := range w.Spec.Workload.Manifests {
 		mf, failed := locate(t, i, m.Raw)
 		if failed != nil {
+			complete = false
 			continue
 		}
 		r := Resource{GroupResource: mf.mapping.Resource.GroupResource(), Namespaced: mf.mapping.Scope.Name() == meta.RESTScopeNameNamespace}
@@ -325,5 +327,5 @@ func needOf(t target, w *workv1alpha1.Work) Need {
 		}
 	}
 	slices.Sort(need.Namespaces)
-	return need
+	return need, complete
 }

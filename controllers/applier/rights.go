@@ -78,7 +78,8 @@ func (Confined) Grant(_ context.Context, _ string, w *workv1alpha1.Work, need Ne
 
 // NeedOf is what a Work's objects require of an identity, with mapper
 // telling the kinds' scopes (the member's, or the hub's for a member the
-// hub does not reach). Manifests mapper cannot map are left out.
-func NeedOf(mapper meta.RESTMapper, w *workv1alpha1.Work) Need {
+// hub does not reach). Manifests mapper cannot map are left out, and then
+// complete is false: the need may grow once their kinds are served.
+func NeedOf(mapper meta.RESTMapper, w *workv1alpha1.Work) (need Need, complete bool) {
 	return needOf(target{mapper: mapper}, w)
 }

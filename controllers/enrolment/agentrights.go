@@ -123,13 +123,13 @@ func (r *Reconciler) agentGrant(ctx context.Context, member, recorded string) (a
 	if err := r.Client.List(ctx, works, client.InNamespace(clusterv1alpha1.ExecutionNamespace(member)), client.UnsafeDisableDeepCopy); err != nil {
 		return g, fmt.Errorf("list the Works of member %s: %w", member, err)
 	}
-	mapper := r.Client.RESTMapper()
+	needs := r.workNeeds.of(r.Client.RESTMapper(), member, works.Items)
 	for i := range works.Items {
 		w := &works.Items[i]
 		if !w.DeletionTimestamp.IsZero() {
 			continue
 		}
-		allowed, err := applier.Allowed(w, applier.NeedOf(mapper, w))
+		allowed, err := applier.Allowed(w, needs[i])
 		if err != nil {
 			continue // the agent reports the Work AccessRefused
 		}

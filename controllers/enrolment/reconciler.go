@@ -120,6 +120,9 @@ type Reconciler struct {
 	// Recorder records events on Clusters.
 	Recorder events.EventRecorder
 	Options
+
+	// workNeeds spares the agent's grant decoding every Work again.
+	workNeeds workNeeds
 }
 
 // scope is one reconciliation of one Cluster.
