@@ -75,7 +75,8 @@ type book struct {
 	// same time would find nothing.
 	prunedAt time.Time
 	// cachedUntil is when the first entry counted in cached reaches
-	// maxHold (zero: never), after which cached is stale.
+	// maxHold, rounded up to holdResolution (zero: never), after which
+	// cached is stale.
 	cachedUntil time.Time
 }
 
@@ -118,6 +119,28 @@ func (l *Ledger) until(e *Entry) time.Time {
 		return time.Time{}
 	}
 	return e.AssumedAt.Add(l.maxHold)
+}
+
+// holdResolution is how closely a cached adjusted model follows the ends of
+// holds by maxHold: it is rebuilt at the first whole second after the
+// earliest end, so a hold may count up to a second past maxHold. In a long
+// burst against a model that does not change, the oldest hold ends with
+// nearly every decision; rebuilding each member's model from all its held
+// entries every time made a decision cost O(held entries)
+// (BenchmarkScheduleABurstPastMaxHold).
+const holdResolution = time.Second
+
+// cacheUntil is when a cached model counting an entry that stops counting
+// at until goes stale: until rounded up to holdResolution (zero: never).
+func cacheUntil(until time.Time) time.Time {
+	if until.IsZero() {
+		return until
+	}
+	if r := until.Truncate(holdResolution); !r.Before(until) {
+		return r
+	} else {
+		return r.Add(holdResolution)
+	}
 }
 
 // earlier is the earlier of two bounds, zero meaning none.
@@ -191,7 +214,7 @@ func (l *Ledger) adjust(b *book, member string, base *capacity.Model, exclude st
 		until = earlier(until, l.until(e))
 	}
 	if !hasOwn {
-		b.cachedBase, b.cached, b.cachedUntil = base, model, until
+		b.cachedBase, b.cached, b.cachedUntil = base, model, cacheUntil(until)
 	}
 	return model, own
 }
@@ -354,7 +377,7 @@ func (l *Ledger) append(member string, e Entry) {
 		// burst each add an entry and then read every member.
 		if n := l.held(&e, b.cachedBase); n > 0 {
 			b.cached, _ = b.cached.Place(e.Requirement, n)
-			b.cachedUntil = earlier(b.cachedUntil, l.until(&e))
+			b.cachedUntil = earlier(b.cachedUntil, cacheUntil(l.until(&e)))
 		}
 	}
 }

@@ -201,6 +201,30 @@ func TestMaxHoldEndsAHoldWhenTheModelDoesNotChange(t *testing.T) {
 	}
 }
 
+// The cached model follows the ends of holds to the second
+// (holdResolution): a hold counts at most a second past maxHold, and an
+// entry read exactly (its own binding's) is not held by the rounding.
+func TestAHoldEndsWithinASecondOfMaxHold(t *testing.T) {
+	now := t0.Add(time.Minute)
+	l := New(30*time.Second).WithMaxHold(90*time.Second, func() time.Time { return now })
+	base := tenCPUs(0) // never republished
+	l.Commit("b1", "", oneCPU, t0.Add(time.Minute+100*time.Millisecond), []Assignment{{Member: "a", Replicas: 4, Base: base}})
+	if fit, _ := fitFor(l, base, "other"); fit != 6 {
+		t.Fatalf("fit at the assignment = %d, want 6", fit)
+	}
+	now = t0.Add(time.Minute + 90*time.Second + 100*time.Millisecond)
+	if _, own := fitFor(l, base, "b1"); own != 0 {
+		t.Fatalf("b1's own replicas at maxHold: %d held, want 0", own)
+	}
+	if fit, _ := fitFor(l, base, "other"); fit != 6 && fit != 10 {
+		t.Fatalf("fit at maxHold = %d, want 6 (still cached) or 10", fit)
+	}
+	now = t0.Add(time.Minute + 91*time.Second)
+	if fit, _ := fitFor(l, base, "other"); fit != 10 {
+		t.Fatalf("fit a second past maxHold = %d, want 10", fit)
+	}
+}
+
 func TestRestoreHoldsWhatTheModelHasNotSeenAndSkipsWhatNoLongerCounts(t *testing.T) {
 	l := New(30*time.Second).WithMaxHold(90*time.Second, func() time.Time { return t0.Add(2 * time.Minute) })
 	base := tenCPUs(0)
