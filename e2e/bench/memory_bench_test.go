@@ -283,6 +283,9 @@ func startBenchManager(binary, dir, kubeconfig string) (*benchManager, error) {
 		// waiting on its writes: the fill would take hours.
 		fmt.Sprintf("--scheduler-workers=%d", memSchedulerWorkers),
 	}
+	// As in BenchmarkPropagationLatency: further flags, for A/B runs or
+	// --profiler-address.
+	args = append(args, strings.Fields(os.Getenv("FLOTILLA_BENCH_MANAGER_ARGS"))...)
 	fmt.Fprintf(m.logFile, "# %s %s\n", binary, strings.Join(args, " "))
 	m.cmd = exec.Command(binary, args...)
 	m.cmd.Stdout, m.cmd.Stderr = m.logFile, m.logFile
