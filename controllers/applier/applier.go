@@ -158,6 +158,9 @@ type Applier struct {
 	// nil knows the built-in kinds only.
 	Interpreter *interpreter.Interpreter
 	Options
+
+	// carried spares each removal decoding every Work of the member again.
+	carried carriedObjects
 }
 
 // Outcome is how a live Work stands in its member after Apply or Refresh.

@@ -3,23 +3,17 @@ package binding
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"testing"
-	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/hubscheme"
+	"github.com/flotilla-io/flotilla/test/listedcache"
 )
 
 // BenchmarkReadABindingsWorks reads one binding's Works the way the render
@@ -43,7 +37,9 @@ func BenchmarkReadABindingsWorks(b *testing.B) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := startListedCache(ctx, b, works)
+	c := listedcache.Start(ctx, b, hubscheme.New(), &workv1alpha1.WorkList{Items: works}, true, func(i client.FieldIndexer) error {
+		return IndexWorksByBinding(ctx, i)
+	})
 	aggregator := &Aggregator{Client: c}
 	probe := &works[len(works)/2]
 	id := probe.Labels[workv1alpha1.BindingPermanentIDLabel]
@@ -90,47 +86,3 @@ func benchWork(namespace, name, bindingID string) workv1alpha1.Work {
 	w.Status.Conditions = []metav1.Condition{{Type: workv1alpha1.WorkAvailable, Status: metav1.ConditionTrue, Reason: "Available", ObservedGeneration: 1}}
 	return w
 }
-
-// startListedCache starts a controller-runtime cache whose Work informer
-// lists works and then watches nothing, with IndexWorksByBinding
-// registered, and returns a client reading from it.
-func startListedCache(ctx context.Context, b *testing.B, works []workv1alpha1.Work) client.Client {
-	b.Helper()
-	s := hubscheme.New()
-	mapper := meta.NewDefaultRESTMapper(nil)
-	mapper.Add(workv1alpha1.GroupVersion.WithKind("Work"), meta.RESTScopeNamespace)
-	cfg := &rest.Config{Host: "http://127.0.0.1:1"} // never dialled
-	listed := toolscache.ListWatch{
-		ListFunc: func(metav1.ListOptions) (runtime.Object, error) {
-			return &workv1alpha1.WorkList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: works}, nil
-		},
-		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
-	}
-	informers, err := cache.New(cfg, cache.Options{
-		Scheme: s, Mapper: mapper, HTTPClient: http.DefaultClient,
-		NewInformer: func(_ toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-			return toolscache.NewSharedIndexInformer(listOnly{&listed}, obj, resync, indexers)
-		},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := IndexWorksByBinding(ctx, informers); err != nil {
-		b.Fatal(err)
-	}
-	go func() { _ = informers.Start(ctx) }()
-	if !informers.WaitForCacheSync(ctx) {
-		b.Fatal("the Work cache did not sync")
-	}
-	c, err := client.New(cfg, client.Options{Scheme: s, Mapper: mapper, HTTPClient: http.DefaultClient, Cache: &client.CacheOptions{Reader: informers}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return c
-}
-
-// listOnly tells the informer's reflector to list, not to ask the watch
-// for the initial objects: the fake watch sends nothing.
-type listOnly struct{ *toolscache.ListWatch }
-
-func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
