@@ -21,6 +21,7 @@ package federatednamespace
 import (
 	"context"
 	"fmt"
+	"time"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
@@ -64,6 +65,10 @@ func InertHard() corev1.ResourceList {
 		corev1.ResourceServicesNodePorts:      zero,
 	}
 }
+
+// conflictRequeue is how soon a namespace whose quota was written by
+// someone else during the reconcile is looked at again.
+const conflictRequeue = 100 * time.Millisecond
 
 // quotaLabels mark the quota as the manager's.
 var quotaLabels = map[string]string{"app.kubernetes.io/managed-by": "flotilla-manager"}
@@ -119,7 +124,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !Federated(ns) || !ns.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	if err := r.reconcileQuota(ctx, ns); err != nil {
+	err := r.reconcileQuota(ctx, ns)
+	if apierrors.IsConflict(err) {
+		// Someone wrote the quota meanwhile (quota admission counting a new
+		// object, the quota controller): not a failure, look again.
+		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
+	}
+	if err != nil {
 		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, QuotaFailedReason, "KeepInert", "%s", err.Error())
 		return ctrl.Result{}, err
 	}
