@@ -123,7 +123,7 @@ test: test-bins build vet verify-generate ## Everything CI runs: vet, generated-
 
 .PHONY: bench
 bench: ## Go benchmarks of the scheduler and other hot paths (no apiserver).
-	go test -run='^$$' -bench=. -benchmem ./internal/... ./controllers/binding/
+	go test -run='^$$' -bench=. -benchmem ./internal/... ./controllers/binding/ ./controllers/applier/
 
 .PHONY: bench-e2e
 bench-e2e: test-bins build ## End-to-end benchmarks: propagation latency and status lag on the local fleet, hub apply cost, manager memory at 10,000 bindings (up to ~2 h on 2 cores).
