@@ -48,6 +48,7 @@ import (
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/workmemo"
 )
 
 // MemberClients hands out a client of a member with the member's REST
@@ -159,8 +160,9 @@ type Applier struct {
 	Interpreter *interpreter.Interpreter
 	Options
 
-	// carried spares each removal decoding every Work of the member again.
-	carried carriedObjects
+	// carried remembers the objects each Work carries, per execution
+	// namespace: a removal does not decode every Work of the member again.
+	carried workmemo.Memo[[]objectID]
 }
 
 // Outcome is how a live Work stands in its member after Apply or Refresh.

@@ -91,7 +91,7 @@ func TestWhatAWorkCarriesFollowsItsGenerations(t *testing.T) {
 	if kept, err := a.stillCarried(ctx, withdrawn, ids); err != nil || len(kept) != 0 {
 		t.Fatalf("with the other Work gone: kept %v, %v; want nothing", kept, err)
 	}
-	if n := len(a.carried.byNamespace[ns]); n != 1 {
+	if n := a.carried.Len(ns); n != 1 {
 		t.Fatalf("%d Works remembered in %s, want 1 (the withdrawn one)", n, ns)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -142,7 +140,7 @@ func removeOne(ctx context.Context, t target, id objectID) error {
 }
 
 // stillCarried returns those of ids that another live Work of w's member
-// carries. Each Work's identifiers are remembered (carriedObjects): a
+// carries. Each Work's identifiers are remembered (Applier.carried): a
 // removal from a member of 10,000 Works copied and decoded all of them,
 // 108 ms and 22 MB each (BenchmarkWhatOtherWorksCarry).
 func (a *Applier) stillCarried(ctx context.Context, w *workv1alpha1.Work, ids []objectID) ([]objectID, error) {
@@ -152,7 +150,9 @@ func (a *Applier) stillCarried(ctx context.Context, w *workv1alpha1.Work, ids []
 		return nil, fmt.Errorf("list the Works of %s: %w", w.Namespace, err)
 	}
 	var kept []objectID
-	a.carried.each(w.Namespace, list.Items, func(other *workv1alpha1.Work, carries []objectID) {
+	a.carried.Each(w.Namespace, list.Items, func(other *workv1alpha1.Work) ([]objectID, bool) {
+		return manifestIdentifiers(other), true
+	}, func(other *workv1alpha1.Work, carries []objectID) {
 		if other.Name == w.Name || !other.DeletionTimestamp.IsZero() {
 			return
 		}
@@ -163,42 +163,4 @@ func (a *Applier) stillCarried(ctx context.Context, w *workv1alpha1.Work, ids []
 		}
 	})
 	return kept, nil
-}
-
-// carriedObjects remembers the objects each Work carries (its manifests'
-// identifiers) by Work UID and generation, per execution namespace.
-type carriedObjects struct {
-	mu          sync.Mutex
-	byNamespace map[string]map[types.UID]carriedBy
-}
-
-type carriedBy struct {
-	generation int64
-	ids        []objectID
-}
-
-// each calls fn with every Work of works (all of namespace's) and the
-// objects it carries, and forgets the namespace's Works not among them.
-func (c *carriedObjects) each(namespace string, works []workv1alpha1.Work, fn func(*workv1alpha1.Work, []objectID)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	previous := c.byNamespace[namespace]
-	current := make(map[types.UID]carriedBy, len(works))
-	for i := range works {
-		w := &works[i]
-		r, ok := previous[w.UID]
-		if !ok || r.generation != w.Generation {
-			r = carriedBy{generation: w.Generation, ids: manifestIdentifiers(w)}
-		}
-		current[w.UID] = r
-		fn(w, r.ids)
-	}
-	if c.byNamespace == nil {
-		c.byNamespace = map[string]map[types.UID]carriedBy{}
-	}
-	if len(current) == 0 {
-		delete(c.byNamespace, namespace)
-	} else {
-		c.byNamespace[namespace] = current
-	}
 }

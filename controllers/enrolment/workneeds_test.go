@@ -79,11 +79,11 @@ func TestAWorksNeedIsDecodedOnceForEachGeneration(t *testing.T) {
 	// Works gone are forgotten; another member's are kept apart.
 	n.of(mapper, "m2", []workv1alpha1.Work{needsWork("c", 1, deployment)})
 	n.of(mapper, "m1", works[:1])
-	if _, ok := n.byMember["m1"]["b"]; ok || len(n.byMember["m1"]) != 1 || len(n.byMember["m2"]) != 1 {
-		t.Fatalf("remembered after b went: %v", n.byMember)
+	if got1, got2 := n.memo.Len("m1"), n.memo.Len("m2"); got1 != 1 || got2 != 1 {
+		t.Fatalf("remembered after b went: %d Works of m1, %d of m2; want 1 and 1", got1, got2)
 	}
 	n.of(mapper, "m1", nil)
-	if _, ok := n.byMember["m1"]; ok {
-		t.Fatalf("m1 without Works still remembered: %v", n.byMember["m1"])
+	if got := n.memo.Len("m1"); got != 0 {
+		t.Fatalf("m1 without Works: %d still remembered", got)
 	}
 }
