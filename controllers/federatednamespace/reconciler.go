@@ -21,8 +21,8 @@ package federatednamespace
 import (
 	"context"
 	"fmt"
-	"time"
 	"maps"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
