@@ -198,6 +198,9 @@ func (r *Aggregator) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 	if r.Coalesce == 0 {
 		r.Coalesce = DefaultCoalesce
 	}
+	if err := IndexWorksByBinding(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	for _, kind := range []string{KindResourceBinding, KindClusterResourceBinding} {
 		kind := kind
 		err := ctrl.NewControllerManagedBy(mgr).

@@ -152,6 +152,9 @@ func (r *Renderer) SetupWithManager(ctx context.Context, mgr ctrl.Manager, optio
 	if r.RESTMapper == nil {
 		r.RESTMapper = mgr.GetRESTMapper()
 	}
+	if err := IndexWorksByBinding(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	for _, kind := range []string{KindResourceBinding, KindClusterResourceBinding} {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, NewBinding(kind), memberIndex, indexMembers); err != nil {
 			return fmt.Errorf("index %s by member: %w", kind, err)

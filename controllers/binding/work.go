@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -159,15 +160,22 @@ func dispatchSuspended(s *workv1alpha1.Suspension, member string) bool {
 // 10,000 bindings on three members) each time.
 const WorksByBindingIndex = "work.flotilla.io/binding-permanent-id"
 
-// IndexWorksByBinding registers WorksByBindingIndex, once per manager,
-// before the render and aggregate phases are set up (as Cluster API's
-// index.AddDefaultIndexes).
+// IndexWorksByBinding registers WorksByBindingIndex with indexer (a
+// manager's), once however often it is called: the render and aggregate
+// phases each call it as they are set up, alone or together.
 func IndexWorksByBinding(ctx context.Context, indexer client.FieldIndexer) error {
+	if _, done := worksIndexed.LoadOrStore(indexer, true); done {
+		return nil
+	}
 	if err := indexer.IndexField(ctx, &workv1alpha1.Work{}, WorksByBindingIndex, bindingIDOfWork); err != nil {
+		worksIndexed.Delete(indexer)
 		return fmt.Errorf("index Works by binding: %w", err)
 	}
 	return nil
 }
+
+// worksIndexed holds the indexers IndexWorksByBinding has registered with.
+var worksIndexed sync.Map
 
 func bindingIDOfWork(o client.Object) []string {
 	if id := o.GetLabels()[workv1alpha1.BindingPermanentIDLabel]; id != "" {

@@ -152,10 +152,6 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}).SetupWithManager(mgr, "customization"); err != nil {
 		return fmt.Errorf("customization controller: %w", err)
 	}
-	// The render and aggregate phases read a binding's Works by this index.
-	if err := binding.IndexWorksByBinding(ctx, mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
 	templates := binding.NewRecentTemplates()
 	d := &detector.Detector{
 		Client: c, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), RESTMapper: mgr.GetRESTMapper(),
