@@ -136,11 +136,11 @@ func cacheUntil(until time.Time) time.Time {
 	if until.IsZero() {
 		return until
 	}
-	if r := until.Truncate(holdResolution); !r.Before(until) {
-		return r
-	} else {
-		return r.Add(holdResolution)
+	r := until.Truncate(holdResolution)
+	if r.Before(until) {
+		r = r.Add(holdResolution)
 	}
+	return r
 }
 
 // earlier is the earlier of two bounds, zero meaning none.
