@@ -169,31 +169,40 @@ func (h *Hub) installManagerIdentity(ctx context.Context, opts Options) error {
 	if opts.Manager == nil || opts.Manager.WithoutFlowControl {
 		return nil
 	}
-	return h.createFromRepo(ctx, opts, "config", "flowcontrol", "flowcontrol.yaml")
-}
-
-// installInertPolicy creates the release's flotilla-inert-templates
-// admission policy and its binding (config/admission/inert_workloads.yaml),
-// so that the hub's kube-controller-manager treats templates as it does in
-// an installation by clusterctl. The release's other admission policies,
-// which confine Flotilla's ServiceAccounts, are not installed: the fleet's
-// manager has its ServiceAccount's user name but cluster-admin's rights
-// (ManagerUser).
-func (h *Hub) installInertPolicy(ctx context.Context, opts Options) error {
-	return h.createFromRepo(ctx, opts, "config", "admission", "inert_workloads.yaml")
-}
-
-// createFromRepo creates every object of the repository's YAML file at path.
-func (h *Hub) createFromRepo(ctx context.Context, opts Options, path ...string) error {
-	file := filepath.Join(append([]string{opts.RepoRoot}, path...)...)
-	raw, err := os.ReadFile(file)
+	raw, err := os.ReadFile(filepath.Join(opts.RepoRoot, "config", "flowcontrol", "flowcontrol.yaml"))
 	if err != nil {
 		return err
 	}
 	for _, doc := range splitYAML(raw) {
 		u := &unstructured.Unstructured{}
 		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return fmt.Errorf("decode %s: %w", file, err)
+			return fmt.Errorf("decode flowcontrol.yaml: %w", err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if err := h.Client.Create(ctx, u); err != nil {
+			return fmt.Errorf("install %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// installInertPolicy creates the release's flotilla-inert-templates
+// admission policy and its binding (config/admission/inert_workloads.yaml),
+// so that the hub's kube-controller-manager treats templates as it does in
+// an installation by clusterctl. The release's other admission policies
+// confine Flotilla's ServiceAccounts, which the local fleet's processes do
+// not run as.
+func (h *Hub) installInertPolicy(ctx context.Context, opts Options) error {
+	raw, err := os.ReadFile(filepath.Join(opts.RepoRoot, "config", "admission", "inert_workloads.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, doc := range splitYAML(raw) {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			return fmt.Errorf("decode inert_workloads.yaml: %w", err)
 		}
 		if len(u.Object) == 0 {
 			continue
