@@ -94,9 +94,7 @@ func BenchmarkPropagationLatency(b *testing.B) {
 
 // startFleet starts the default local fleet with the built flotilla-manager
 // and waits for its members to be Ready. FLOTILLA_BENCH_MANAGER_ARGS adds
-// flags to the manager's, to compare settings (e.g. --kube-api-qps=200);
-// FLOTILLA_BENCH_WITHOUT_FLOWCONTROL, set, leaves out the release's
-// FlowSchemas for the manager (config/flowcontrol).
+// flags to the manager's, to compare settings (e.g. --kube-api-qps=200).
 func startFleet(ctx context.Context, b *testing.B) *fleet.Fleet {
 	b.Helper()
 	root, err := filepath.Abs("../..")
@@ -106,8 +104,7 @@ func startFleet(ctx context.Context, b *testing.B) *fleet.Fleet {
 	f, err := fleet.Start(ctx, fleet.Options{
 		Dir: b.TempDir(), RepoRoot: root, Members: fleet.DefaultMembers(),
 		Manager: &fleet.ManagerOptions{Binary: filepath.Join(root, "bin", "flotilla-manager"),
-			Args:               append(fleet.DefaultManagerArgs(), strings.Fields(os.Getenv("FLOTILLA_BENCH_MANAGER_ARGS"))...),
-			WithoutFlowControl: os.Getenv("FLOTILLA_BENCH_WITHOUT_FLOWCONTROL") != ""},
+			Args: append(fleet.DefaultManagerArgs(), strings.Fields(os.Getenv("FLOTILLA_BENCH_MANAGER_ARGS"))...)},
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -33,12 +33,9 @@ type controlPlane struct {
 
 	port       int
 	adminToken string
-	// managerToken authenticates flotilla-manager as its ServiceAccount's
-	// user name (what API Priority and Fairness matches it by).
-	managerToken string
-	caPEM        []byte
-	Kubeconfig   string
-	config       *rest.Config
+	caPEM      []byte
+	Kubeconfig string
+	config     *rest.Config
 }
 
 func newControlPlane(name, dir, bin string) *controlPlane {
@@ -81,15 +78,13 @@ func (cp *controlPlane) prepare() error {
 		return err
 	}
 	cp.adminToken = randomToken()
-	cp.managerToken = randomToken()
 	audit := "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"
 	files := map[string][]byte{
 		"serving.crt": certPEM,
 		"serving.key": keyPEM,
 		"sa.key":      saKeyPEM,
-		"tokens.csv": []byte(cp.adminToken + ",fleet-admin,fleet-admin-uid,system:masters\n" +
-			cp.managerToken + "," + ManagerUser + ",flotilla-manager-uid,\"" + ManagerGroup + "\"\n"),
-		"audit.yaml": []byte(audit),
+		"tokens.csv":  []byte(cp.adminToken + ",fleet-admin,fleet-admin-uid,system:masters\n"),
+		"audit.yaml":  []byte(audit),
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(pki, name), data, 0o600); err != nil {
@@ -136,14 +131,7 @@ func (cp *controlPlane) prepare() error {
 		Burst:           200,
 	}
 	cp.Kubeconfig = filepath.Join(cp.dir, "kubeconfig")
-	if err := writeKubeconfig(cp.managerKubeconfig(), cp.name, cp.Server(), cp.caPEM, cp.managerToken); err != nil {
-		return err
-	}
 	return writeKubeconfig(cp.Kubeconfig, cp.name, cp.Server(), cp.caPEM, cp.adminToken)
-}
-
-func (cp *controlPlane) managerKubeconfig() string {
-	return filepath.Join(cp.dir, "manager.kubeconfig")
 }
 
 // start starts etcd, then kube-apiserver, and waits until it is ready.

@@ -40,10 +40,6 @@ type ManagerOptions struct {
 	Binary string
 	// Args are extra flags, as a user passes them.
 	Args []string
-	// WithoutFlowControl leaves out the release's FlowSchemas
-	// (config/flowcontrol): the manager's requests then fall into the
-	// default "service-accounts" schema. For A/B measurements.
-	WithoutFlowControl bool
 }
 
 func (o Options) progress(format string, args ...any) {

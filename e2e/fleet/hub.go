@@ -13,10 +13,8 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -107,11 +105,6 @@ func (h *Hub) start(ctx context.Context, opts Options, members provider.Members)
 		return fmt.Errorf("hub: %w", err)
 	}
 
-	opts.progress("hub: installing flotilla-manager's identity and its API priority")
-	if err := h.installManagerIdentity(ctx, opts); err != nil {
-		return fmt.Errorf("hub: %w", err)
-	}
-
 	opts.progress("hub: starting Cluster API core manager and the test provider")
 	if err := h.startCAPI(ctx); err != nil {
 		return fmt.Errorf("hub: %w", err)
@@ -140,52 +133,6 @@ func (h *Hub) installCRDs(opts Options) error {
 		MaxTime:            time.Minute,
 	})
 	return err
-}
-
-// ManagerUser is the user name flotilla-manager authenticates as on the
-// local fleet's hub: its ServiceAccount's, as when clusterctl installs it,
-// so that the release's FlowSchemas (config/flowcontrol) serve it as they
-// would there. Its group, ManagerGroup, is bound to cluster-admin: RBAC and
-// the admission policies that confine the released ServiceAccount are
-// tested against a released installation (test/integration/clusterctl),
-// not here.
-const ManagerUser = "system:serviceaccount:flotilla-system:flotilla-manager"
-
-// ManagerGroup is ManagerUser's group on the local fleet's hub.
-const ManagerGroup = "flotilla:local-fleet-manager"
-
-// installManagerIdentity binds ManagerGroup to cluster-admin and creates
-// the release's FlowSchemas and priority level for the manager, unless
-// the fleet is started WithoutFlowControl.
-func (h *Hub) installManagerIdentity(ctx context.Context, opts Options) error {
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "flotilla-local-fleet-manager"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: ManagerGroup}},
-	}
-	if err := h.Client.Create(ctx, crb); err != nil {
-		return err
-	}
-	if opts.Manager == nil || opts.Manager.WithoutFlowControl {
-		return nil
-	}
-	raw, err := os.ReadFile(filepath.Join(opts.RepoRoot, "config", "flowcontrol", "flowcontrol.yaml"))
-	if err != nil {
-		return err
-	}
-	for _, doc := range splitYAML(raw) {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return fmt.Errorf("decode flowcontrol.yaml: %w", err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if err := h.Client.Create(ctx, u); err != nil {
-			return fmt.Errorf("install %s %s: %w", u.GetKind(), u.GetName(), err)
-		}
-	}
-	return nil
 }
 
 // installInertPolicy creates the release's flotilla-inert-templates
@@ -322,7 +269,7 @@ func (h *Hub) startManager(ctx context.Context, name string, args []string) (*pr
 	}
 	healthAddr := "127.0.0.1:" + strconv.Itoa(ports[1])
 	args = append([]string{
-		"--kubeconfig=" + h.cp.managerKubeconfig(),
+		"--kubeconfig=" + h.cp.Kubeconfig,
 		"--webhook-port=" + strconv.Itoa(ports[0]),
 		"--webhook-cert-dir=" + certDir,
 		"--health-probe-bind-address=" + healthAddr,

@@ -3,7 +3,6 @@ package clusterctl_test
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,14 +20,12 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
@@ -128,124 +124,6 @@ func TestManagerRunsWithTheReleasedArgumentsAndRBAC(t *testing.T) {
 	}
 	managerScopedItsQuotaWarnings(t, api)
 	managerIsConfinedToClaimsAndItsOwnObjects(t, api, kubeconfig)
-	managerRunsInItsOwnPriorityLevel(t, api, kubeconfig)
-}
-
-// managerRunsInItsOwnPriorityLevel: with the released FlowSchemas, the
-// manager's requests are served in its own priority level of 3 seats, its
-// leader Lease at leader-election priority, and nobody else's in either of
-// Flotilla's schemas — read from the level API Priority and Fairness names
-// in each response, and from the apiserver's count of what it dispatched
-// while the released manager ran.
-func managerRunsInItsOwnPriorityLevel(t *testing.T, api *apiserver, kubeconfig string) {
-	t.Helper()
-	ctx := ctxFor(t, 30*time.Second)
-	uidOf := func(name string) string {
-		plc := &flowcontrolv1.PriorityLevelConfiguration{}
-		if err := api.client.Get(ctx, client.ObjectKey{Name: name}, plc); err != nil {
-			t.Fatalf("PriorityLevelConfiguration %s: %v", name, err)
-		}
-		return string(plc.UID)
-	}
-	own, leaderElection := uidOf("flotilla-manager"), uidOf("leader-election")
-	managerCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Another controller's ServiceAccount in the same namespace, allowed
-	// the same reads, must stay in the default schemas.
-	someoneElse := "system:serviceaccount:" + release.Namespace + ":someone-else"
-	if err := api.client.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "someone-else-admin"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: someoneElse}},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	other := rest.CopyConfig(api.config)
-	other.Impersonate = rest.ImpersonationConfig{UserName: someoneElse,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + release.Namespace, "system:authenticated"}}
-	// get is a GET of path with cfg's credentials: its status must be 200
-	// (a request refused before APF names a level would prove nothing).
-	get := func(cfg *rest.Config, path string) (http.Header, []byte) {
-		hc, err := rest.HTTPClientFor(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		base, _, err := rest.DefaultServerUrlFor(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.JoinPath(path).String(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s as %s: %d %s", path, cfg.Impersonate.UserName, resp.StatusCode, body)
-		}
-		return resp.Header, body
-	}
-	levelOf := func(cfg *rest.Config, path string) string {
-		h, _ := get(cfg, path)
-		return h.Get("X-Kubernetes-PF-PriorityLevel-UID")
-	}
-	lease := "/apis/coordination.k8s.io/v1/namespaces/" + release.Namespace + "/leases/flotilla-manager"
-	for _, c := range []struct {
-		what, path string
-		cfg        *rest.Config
-		want       string
-	}{
-		{"the manager reading a ResourceBinding list", "/apis/work.flotilla.io/v1alpha1/resourcebindings", managerCfg, own},
-		{"the manager reading a namespace", "/api/v1/namespaces/" + release.Namespace, managerCfg, own},
-		{"the manager reading its leader Lease", lease, managerCfg, leaderElection},
-	} {
-		if got := levelOf(c.cfg, c.path); got != c.want {
-			t.Errorf("%s: served in priority level %q, want %q", c.what, got, c.want)
-		}
-	}
-	for _, path := range []string{"/apis/work.flotilla.io/v1alpha1/resourcebindings", lease} {
-		if got := levelOf(other, path); got == own || got == leaderElection {
-			t.Errorf("another ServiceAccount's GET %s was served in Flotilla's priority level %q", path, got)
-		}
-	}
-
-	_, metrics := get(api.config, "/metrics")
-	// sample is the value of the series of name whose labels include all
-	// of labels, -1 when there is none.
-	sample := func(name string, labels ...string) float64 {
-		for _, line := range strings.Split(string(metrics), "\n") {
-			if !strings.HasPrefix(line, name+"{") {
-				continue
-			}
-			series, value, ok := strings.Cut(line, "} ")
-			if !ok || slices.ContainsFunc(labels, func(l string) bool { return !strings.Contains(series, l) }) {
-				continue
-			}
-			v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-			if err == nil {
-				return v
-			}
-		}
-		return -1
-	}
-	if seats := sample("apiserver_flowcontrol_nominal_limit_seats", `priority_level="flotilla-manager"`); seats != 3 {
-		t.Errorf("priority level flotilla-manager has %g nominal seats, want 3 (docs/operations.md)", seats)
-	}
-	if n := sample("apiserver_flowcontrol_dispatched_requests_total", `flow_schema="flotilla-manager"`, `priority_level="flotilla-manager"`); n < 10 {
-		t.Errorf("the running manager's requests dispatched through FlowSchema flotilla-manager: %g, want its informers' lists and watches and its writes", n)
-	}
-	if n := sample("apiserver_flowcontrol_dispatched_requests_total", `flow_schema="flotilla-manager-leader-election"`, `priority_level="leader-election"`); n < 1 {
-		t.Errorf("the running manager's Lease requests dispatched through FlowSchema flotilla-manager-leader-election: %g, want its leader election's", n)
-	}
 }
 
 // managerScopedItsQuotaWarnings: the released manager, under its admission
