@@ -100,7 +100,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.webhookConfiguration, "webhook-configuration-name", quotacontroller.DefaultWebhookConfiguration, "Name of the ValidatingWebhookConfiguration holding the manager's webhooks; the manager keeps its quota warning webhooks to the namespaces holding a FederatedResourceQuota. The ClusterRole rule and the flotilla-manager-writes admission policy name it too: change all three together.")
 	fs.IntVar(&o.schedulerWorkers, "scheduler-workers", 1, "How many bindings are scheduled at once. Decisions are still made one at a time (held capacity and quota are charged in order) and more workers overlap the API writes that record them, but bindings waiting for quota are then no longer retried strictly oldest first.")
 	fs.DurationVar(&o.schedulerRetryInterval, "scheduler-retry-interval", 30*time.Second, "How often a binding that could not be placed is tried again when nothing it watches changes.")
-	fs.DurationVar(&o.assumedCapacityGrace, "assumed-capacity-grace", 30*time.Second, "How long replicas just placed on a member keep counting against its capacity after its capacity model is newer than the placement (estimator lag).")
+	fs.DurationVar(&o.assumedCapacityGrace, "assumed-capacity-grace", 30*time.Second, "How long replicas just placed on a member keep counting against its capacity, once the member applied their Work, until its capacity model is newer (the time an applied Work takes to show as bound Pods).")
 	fs.DurationVar(&o.assumedCapacityMaxHold, "assumed-capacity-max-hold", 90*time.Second, "The longest replicas just placed on a member count against its capacity when its capacity model does not change (an estimator publishes an unchanged model only at its heartbeat); 0 waits for a newer model however long. At least --assumed-capacity-grace; followed to the second.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectNamespace, "leader-election-namespace", "", "Namespace of the leader election Lease; the manager's own namespace when empty.")
@@ -343,7 +343,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 	if err := propagation.SetupWithManager(ctx, mgr, propagation.Options{
 		MemberClients: members, MemberAccess: access, MemberHealth: health, Quota: quotas,
 		MemberTimeout: opts.memberApplyTimeout, MaxInFlightPerMember: opts.memberConcurrentWorks, WorkConcurrency: opts.concurrentWorkSyncs, BindingConcurrency: opts.concurrentBindingSyncs, WithdrawTimeout: opts.memberWithdrawTimeout,
-		Removals: &opts.removals, Execution: opts.execution, MemberWatches: watches,
+		Removals: &opts.removals, Execution: opts.execution, MemberWatches: watches, Holds: sched.Ledger(),
 	}); err != nil {
 		return fmt.Errorf("set up propagation: %w", err)
 	}

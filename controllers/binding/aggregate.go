@@ -52,6 +52,7 @@ import (
 	"github.com/flotilla-io/flotilla/controllers/applier"
 	"github.com/flotilla-io/flotilla/controllers/pacing"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/scheduler/assumed"
 	"github.com/flotilla-io/flotilla/internal/statusapply"
 )
 
@@ -88,6 +89,10 @@ type Aggregator struct {
 	// under way rather than after it and its watch event (one hub write
 	// less between a member's change and its binding's status).
 	Outcomes *applier.Outcomes
+	// Holds, when set, is told which members applied each binding's Works
+	// (the scheduler's ledger: the grace of capacity held for them counts
+	// from then).
+	Holds *assumed.Ledger
 
 	written  statusapply.LastWrites[aggregatedFields]
 	once     sync.Once
@@ -287,6 +292,7 @@ func (r *Aggregator) aggregate(ctx context.Context, kind string, req ctrl.Reques
 	status.AvailableReplicas, status.UpdatedReplicas = a.AvailableReplicas, a.UpdatedReplicas
 	a.Condition.ObservedGeneration = b.GetGeneration()
 	conditions.Set(b, a.Condition)
+	reportApplied(r.Holds, b, a.Items, r.now())
 
 	templateErr := r.aggregateIntoTemplate(ctx, b, a.Items)
 	wait, err := r.writeStatus(ctx, kind, before, b, a.Failed)

@@ -210,6 +210,11 @@ func (r *Placer) reconcile(ctx context.Context, req reconcile.Request, b workv1a
 			reterr = fmt.Errorf("write placement of %s: %w", placementKey(b), err)
 			return
 		}
+		if decided {
+			// The Works carrying what the decision holds are rendered
+			// from the generation it was written at.
+			r.Scheduler.Ledger().Decided(placementKey(b), b.GetGeneration())
+		}
 		if decided && conditions.IsTrue(b, workv1alpha1.ConditionScheduled) {
 			r.decided.record(placementKey(b), b, epoch)
 		}

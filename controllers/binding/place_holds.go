@@ -5,7 +5,10 @@ import (
 	"sort"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"sigs.k8s.io/cluster-api/util/conditions"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/capacity"
@@ -82,8 +85,29 @@ func restoreHolds(ledger *assumed.Ledger, snap *scheduler.Snapshot, bindings []w
 		if len(assignments) == 0 {
 			continue
 		}
-		ledger.Restore(placementKey(b), spec.Resource.Namespace, capacity.NewRequirement(spec.ReplicaRequirements),
-			b.BindingStatus().LastScheduledTime.Time, assignments)
+		at := b.BindingStatus().LastScheduledTime.Time
+		ledger.Restore(placementKey(b), spec.Resource.Namespace, capacity.NewRequirement(spec.ReplicaRequirements), at, assignments)
+		// The placement is the binding's as it stands; what its members
+		// applied of it, the earliest they could have: at the decision.
+		ledger.Decided(placementKey(b), b.GetGeneration())
+		reportApplied(ledger, b, b.BindingStatus().AggregatedStatus, at)
+	}
+}
+
+// reportApplied tells the ledger which members have applied b's Works and
+// the binding generation they were rendered from (the Rendered condition's),
+// at `at`: the grace of the capacity held for them counts from then.
+// Nothing is told before the render phase has rendered the binding whole.
+func reportApplied(ledger *assumed.Ledger, b workv1alpha1.Binding, items []workv1alpha1.AggregatedStatusItem, at time.Time) {
+	c := conditions.Get(b, workv1alpha1.ConditionRendered)
+	if ledger == nil || c == nil || c.Status != metav1.ConditionTrue {
+		return
+	}
+	key := placementKey(b)
+	for _, item := range items {
+		if item.Applied {
+			ledger.Applied(key, item.ClusterName, c.ObservedGeneration, at)
+		}
 	}
 }
 

@@ -123,3 +123,50 @@ func TestRestoreChargesANamespacesUnseenPodsOnce(t *testing.T) {
 		t.Errorf("%d fit for another binding, want 6", got)
 	}
 }
+
+// A restored hold whose Work its member had applied (the binding rendered
+// whole, the member's item applied) counts its grace from the decision, as
+// before; one whose Work was not in the member yet waits for it (up to the
+// bound), so a newer model does not release it.
+func TestRestoredHoldsWaitForTheirWorkOnlyWhereItWasNotApplied(t *testing.T) {
+	now := time.Now()
+	decided := now.Add(-40 * time.Second)
+	snap, err := scheduler.NewSnapshot([]clusterv1alpha1.MemberCluster{
+		tenCPUMember("a", now.Add(-time.Second), 0), tenCPUMember("b", now.Add(-time.Second), 0),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := placedBinding("new", decided, workv1alpha1.TargetCluster{Name: "a", Replicas: 2}, workv1alpha1.TargetCluster{Name: "b", Replicas: 3})
+	b.Generation = 4
+	b.Status.Conditions = []metav1.Condition{{Type: workv1alpha1.ConditionRendered, Status: metav1.ConditionTrue, ObservedGeneration: 4, Reason: "Rendered"}}
+	b.Status.AggregatedStatus = []workv1alpha1.AggregatedStatusItem{{ClusterName: "a", Applied: true}, {ClusterName: "b", AppliedMessage: "Work not applied yet"}}
+
+	ledger := assumed.New(30*time.Second).WithMaxHold(90*time.Second, nil)
+	restoreHolds(ledger, snap, []workv1alpha1.Binding{b})
+	for _, member := range []string{"a", "b"} {
+		if e := ledger.Entries(member); len(e) != 1 || e[0].Generation != 4 {
+			t.Fatalf("%s's entries %+v, want one at generation 4", member, e)
+		}
+	}
+	// Models observed now, 40 s after the decision: past the grace.
+	fit := func(i int, member string) int64 {
+		m, _ := ledger.Adjusted(member, snap.Models()[i], "another")
+		return m.Fit(capacity.NewRequirement(oneCPU))
+	}
+	if got := fit(0, "a"); got != 10 {
+		t.Errorf("a (applied 40 s ago, model newer than the grace): %d fit, want 10", got)
+	}
+	if got := fit(1, "b"); got != 7 {
+		t.Errorf("b (its Work not applied yet): %d fit, want 7", got)
+	}
+
+	// Rendered at an older generation than the placement: nothing is
+	// known applied.
+	b.Status.Conditions[0].ObservedGeneration = 3
+	older := assumed.New(30*time.Second).WithMaxHold(90*time.Second, nil)
+	restoreHolds(older, snap, []workv1alpha1.Binding{b})
+	if e := older.Entries("a"); len(e) != 1 || !e[0].AppliedAt.IsZero() {
+		t.Errorf("a's entries %+v rendered from an older generation: want one not applied", e)
+	}
+}

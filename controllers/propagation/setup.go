@@ -38,6 +38,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/interpreter/luavm"
 	"github.com/flotilla-io/flotilla/internal/quota/tracker"
 	"github.com/flotilla-io/flotilla/internal/removal"
+	"github.com/flotilla-io/flotilla/internal/scheduler/assumed"
 )
 
 // Options configure the pipeline.
@@ -87,6 +88,9 @@ type Options struct {
 	// move progress; nil makes one of Execution.ProgressInterval. (Keys
 	// do not collide: Works live in execution namespaces, bindings never.)
 	Reports *pacing.Reports
+	// Holds, when set, is the scheduler's held-capacity ledger, told by the
+	// aggregate phase when members apply a binding's Works.
+	Holds *assumed.Ledger
 }
 
 // DefaultConcurrency: applying to members waits on their API servers, so
@@ -181,7 +185,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	// Push members' Works as the writes start.
 	outcomes := &applier.Outcomes{}
 	aggregator := &binding.Aggregator{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-status"), Interpreter: interp,
-		Reports: opts.Reports, Outcomes: outcomes}
+		Reports: opts.Reports, Outcomes: outcomes, Holds: opts.Holds}
 	outcomes.Reported = aggregator.WorkReported
 	if err := (&execution.Reconciler{
 		Client: c, MemberClients: opts.MemberClients, Access: opts.MemberAccess, Recorder: mgr.GetEventRecorder("flotilla-execution"),

@@ -9,10 +9,14 @@
 // the count of bound Pods in the binding's namespace reaches the entry's
 // target (the count the decision saw, plus every replica assumed there and
 // not yet seen); replicas short of the target stay held, the rest are
-// released at once. An entry whose Pods never show (a Work that failed, a
-// Pod left Pending) counts until the member publishes a model observed after
-// the assignment plus a grace. Entries are replaced whenever their binding
-// is scheduled again and forgotten when the binding goes.
+// released at once. An entry whose Pods never show (a Pod left Pending, a
+// Work that failed) counts until the member publishes a model observed a
+// grace after the member applied the Work carrying the entry (Decided and
+// Applied tell it which and when), or at most a wall-clock bound after the
+// assignment (WithMaxHold): before its Work is in the member, no Pod of it
+// can show, however long the hub takes to get it there. Entries are
+// replaced whenever their binding is scheduled again and forgotten when
+// the binding goes.
 //
 // The count is per namespace, not per binding, because Pods carry no mark of
 // the binding that made them: Pods of the same namespace made by someone
@@ -57,6 +61,12 @@ type Entry struct {
 	// of Replicas has been seen.
 	TargetPods int64
 	AssumedAt  time.Time
+	// Generation is the binding's generation whose Works carry these
+	// replicas (0 until Decided).
+	Generation int64
+	// AppliedAt is when the member was seen to have applied those Works
+	// (zero until Applied); the grace counts from it.
+	AppliedAt time.Time
 	// ModelObservedTime is the member's model time when the entry was made,
 	// kept for explanations: expiry compares a newer model's time with
 	// AssumedAt, the moment the replicas were handed out.
@@ -81,8 +91,11 @@ type book struct {
 }
 
 // New returns an empty ledger. An entry counts until a model observed more
-// than grace after the assignment; grace covers the time a Work takes to
-// become Pods the estimator can see (0 trusts any newer model).
+// than grace after its Work was applied in the member; grace covers the
+// time an applied Work takes to become Pods the estimator can see (0
+// trusts any newer model). Without a wall-clock bound (WithMaxHold), an
+// entry whose Work is not known to be applied counts the grace from the
+// assignment instead.
 func New(grace time.Duration) *Ledger {
 	return &Ledger{grace: grace, clock: time.Now, members: map[string]*book{}, bindings: map[string]map[string]struct{}{}}
 }
@@ -110,7 +123,15 @@ func (l *Ledger) live(e *Entry, observed time.Time) bool {
 	if l.maxHold > 0 && !l.at.Before(e.AssumedAt.Add(l.maxHold)) {
 		return false
 	}
-	return !observed.After(e.AssumedAt.Add(l.grace))
+	start := e.AppliedAt
+	if start.IsZero() {
+		if l.maxHold > 0 {
+			// Not in the member yet: a newer model cannot have seen it.
+			return true
+		}
+		start = e.AssumedAt
+	}
+	return !observed.After(start.Add(l.grace))
 }
 
 // until is when e stops counting by the wall clock (zero: never).
@@ -257,8 +278,16 @@ func (l *Ledger) Commit(binding, namespace string, req *capacity.Requirement, at
 			}
 			continue
 		}
-		pending := max(0, a.Replicas-a.Previous)
+		added := max(0, a.Replicas-a.Previous)
+		pending := added
+		// The Works carrying replicas held from before: kept when this
+		// decision adds none, so that their application still counts.
+		var generation int64
+		var appliedAt time.Time
 		if had {
+			if e := l.entryOf(binding, a.Member); e != nil && added == 0 {
+				generation, appliedAt = e.Generation, e.AppliedAt
+			}
 			pending += l.pendingOf(binding, a.Member, a.Base)
 			l.removeEntries(binding, a.Member)
 		}
@@ -271,6 +300,7 @@ func (l *Ledger) Commit(binding, namespace string, req *capacity.Requirement, at
 			l.append(a.Member, Entry{
 				Binding: binding, Namespace: namespace, Requirement: req, Replicas: pending,
 				TargetPods: target, AssumedAt: at, ModelObservedTime: a.Base.ObservedTime(),
+				Generation: generation, AppliedAt: appliedAt,
 			})
 			kept = append(kept, a.Member)
 		}
@@ -289,6 +319,41 @@ func (l *Ledger) Commit(binding, namespace string, req *capacity.Requirement, at
 		held[m] = struct{}{}
 	}
 	l.bindings[binding] = held
+}
+
+// Decided records that binding's placement was written at generation: its
+// entries made since (Commit) are carried by the Works rendered from it.
+func (l *Ledger) Decided(binding string, generation int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for member := range l.bindings[binding] {
+		if b := l.members[member]; b != nil {
+			for i := range b.entries {
+				if e := &b.entries[i]; e.Binding == binding && e.Generation == 0 {
+					e.Generation = generation
+				}
+			}
+		}
+	}
+}
+
+// Applied records that member applied, at `at`, binding's Works rendered
+// from generation: the grace of its entries carried by them (Decided at
+// that generation or before) counts from then. Later reports change
+// nothing.
+func (l *Ledger) Applied(binding, member string, generation int64, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.bindings[binding][member]; !ok {
+		return
+	}
+	b := l.members[member]
+	for i := range b.entries {
+		if e := &b.entries[i]; e.Binding == binding && e.AppliedAt.IsZero() && e.Generation > 0 && e.Generation <= generation {
+			e.AppliedAt = at
+			b.cachedBase, b.cached, b.cachedUntil = nil, nil, time.Time{}
+		}
+	}
 }
 
 // Forget drops every entry of binding, e.g. when it is deleted.
@@ -334,6 +399,18 @@ func (l *Ledger) Prune(names []string, models []*capacity.Model) {
 		}
 		l.prune(member, m)
 	}
+}
+
+// entryOf is binding's entry on member (Commit keeps one), nil if none.
+func (l *Ledger) entryOf(binding, member string) *Entry {
+	if b := l.members[member]; b != nil {
+		for i := range b.entries {
+			if b.entries[i].Binding == binding {
+				return &b.entries[i]
+			}
+		}
+	}
+	return nil
 }
 
 // pendingOf is binding's replicas on member that m has not seen.

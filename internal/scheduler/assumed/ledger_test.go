@@ -244,9 +244,83 @@ func TestRestoreHoldsWhatTheModelHasNotSeenAndSkipsWhatNoLongerCounts(t *testing
 	if got := len(l.Entries("a")); got != 1 {
 		t.Errorf("entries: %d, want only the recent binding's", got)
 	}
-	// A model observed past the assignment and its grace releases it, as
-	// for a committed entry.
-	if fit, _ := fitFor(l, tenCPUs(2*time.Minute+time.Second), "other"); fit != 10 {
-		t.Errorf("after a model observed past the grace: fit %d, want 10", fit)
+	// A newer model does not release it while its Work is not known to be
+	// in the member; once applied, a model observed past the application
+	// and its grace does, as for a committed entry.
+	if fit, _ := fitFor(l, tenCPUs(2*time.Minute+time.Second), "other"); fit != 7 {
+		t.Errorf("after a newer model, its Work not known applied: fit %d, want 7", fit)
+	}
+	l.Decided("recent", 3)
+	l.Applied("recent", "a", 3, t0.Add(90*time.Second))
+	if fit, _ := fitFor(l, tenCPUs(2*time.Minute+2*time.Second), "other"); fit != 10 {
+		t.Errorf("after a model observed past the application and the grace: fit %d, want 10", fit)
+	}
+}
+
+// The grace of a hold counts from the moment its member applied the Work
+// carrying it, not from the decision: a hub slow to get the Work there
+// must not let the capacity be handed out twice.
+func TestAHoldWaitsForItsWorkToBeAppliedThenTheGrace(t *testing.T) {
+	now := t0
+	l := New(30*time.Second).WithMaxHold(90*time.Second, func() time.Time { return now })
+	l.Commit("b1", "ns", oneCPU, t0, []Assignment{{Member: "a", Replicas: 4, Base: tenCPUs(0)}})
+	l.Decided("b1", 2)
+
+	now = t0.Add(45 * time.Second)
+	if fit, _ := fitFor(l, tenCPUs(40*time.Second), "other"); fit != 6 {
+		t.Fatalf("a model past the grace, the Work not applied yet: fit %d, want 6", fit)
+	}
+	l.Applied("b1", "a", 1, now)
+	if fit, _ := fitFor(l, tenCPUs(44*time.Second), "other"); fit != 6 {
+		t.Fatalf("an older generation applied: fit %d, want 6", fit)
+	}
+	l.Applied("b1", "a", 2, now)
+	now = t0.Add(70 * time.Second)
+	if fit, _ := fitFor(l, tenCPUs(70*time.Second), "other"); fit != 6 {
+		t.Fatalf("within the grace of the application: fit %d, want 6", fit)
+	}
+	l.Applied("b1", "a", 3, now) // a later report moves nothing
+	now = t0.Add(80 * time.Second)
+	if fit, _ := fitFor(l, tenCPUs(76*time.Second), "other"); fit != 10 {
+		t.Fatalf("a model observed past the application and its grace: fit %d, want 10", fit)
+	}
+
+	// A Work never applied is held until maxHold, whatever the models.
+	now = t0.Add(100 * time.Second)
+	l.Commit("b2", "ns", oneCPU, now, []Assignment{{Member: "a", Replicas: 3, Base: tenCPUs(99 * time.Second)}})
+	l.Decided("b2", 7)
+	now = t0.Add(189 * time.Second)
+	if fit, _ := fitFor(l, tenCPUs(188*time.Second), "other"); fit != 7 {
+		t.Fatalf("before maxHold, never applied: fit %d, want 7", fit)
+	}
+	now = t0.Add(191 * time.Second)
+	if fit, _ := fitFor(l, tenCPUs(190*time.Second), "other"); fit != 10 {
+		t.Fatalf("past maxHold, never applied: fit %d, want 10", fit)
+	}
+}
+
+// A decision that adds nothing to a member keeps what is known of the Work
+// carrying its held replicas; one that adds replicas waits for the new Work.
+func TestARedecisionKeepsTheApplicationOnlyWhenItAddsNothing(t *testing.T) {
+	now := t0
+	l := New(30*time.Second).WithMaxHold(90*time.Second, func() time.Time { return now })
+	l.Commit("b1", "ns", oneCPU, t0, []Assignment{{Member: "a", Replicas: 4, Base: tenCPUs(0)}})
+	l.Decided("b1", 2)
+	l.Applied("b1", "a", 2, t0.Add(time.Second))
+
+	now = t0.Add(10 * time.Second)
+	l.Commit("b1", "ns", oneCPU, now, []Assignment{{Member: "a", Replicas: 4, Previous: 4, Base: tenCPUs(5 * time.Second)}})
+	l.Decided("b1", 3)
+	if e := l.Entries("a"); len(e) != 1 || e[0].Generation != 2 || !e[0].AppliedAt.Equal(t0.Add(time.Second)) {
+		t.Fatalf("re-decided adding nothing: entries %+v, want generation 2 applied at 1s", e)
+	}
+
+	l.Commit("b1", "ns", oneCPU, now, []Assignment{{Member: "a", Replicas: 6, Previous: 4, Base: tenCPUs(5 * time.Second)}})
+	l.Decided("b1", 4)
+	if e := l.Entries("a"); len(e) != 1 || e[0].Replicas != 6 || e[0].Generation != 4 || !e[0].AppliedAt.IsZero() {
+		t.Fatalf("re-decided adding 2: entries %+v, want 6 held at generation 4, not applied", e)
+	}
+	if fit, _ := fitFor(l, tenCPUs(50*time.Second), "other"); fit != 4 {
+		t.Fatalf("a model past the first application's grace: fit %d, want 4", fit)
 	}
 }

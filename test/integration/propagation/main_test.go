@@ -299,6 +299,7 @@ func startManager(ctx context.Context) error {
 		WithdrawTimeout: withdrawTimeout,
 		Removals:        removals,
 		Reports:         progress,
+		Holds:           holds,
 	})
 	if err != nil {
 		return err
