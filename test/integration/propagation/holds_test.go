@@ -21,6 +21,15 @@ import (
 // entries as a decision would.
 var holds = assumed.New(30*time.Second).WithMaxHold(90*time.Second, nil)
 
+// podsModel is a member's capacity model, observed at observed, with room
+// for 110 Pods.
+func podsModel(observed time.Time) *capacity.Model {
+	return capacity.NewModel(&clusterv1alpha1.CapacityModel{
+		ObservedTime: metav1.NewTime(observed),
+		NodeGroups:   []clusterv1alpha1.NodeGroup{{Count: 1, Free: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")}}},
+	})
+}
+
 // TestTheGraceOfAHoldStartsWhenItsMemberAppliedTheWork: capacity held for a
 // decision counts its grace from the moment the aggregate phase sees the
 // member apply the Work carrying it — on a member that answers, soon; on
@@ -40,11 +49,7 @@ spec:
 	rb := waitForBinding(t, ns, "settings", "ConfigMap")
 	key := rb.Namespace + "/" + rb.Name
 	decided := time.Now()
-	model := capacity.NewModel(&clusterv1alpha1.CapacityModel{
-		ObservedTime: metav1.NewTime(decided),
-		NodeGroups: []clusterv1alpha1.NodeGroup{{Count: 1, Free: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("10"), corev1.ResourcePods: resource.MustParse("110")}}},
-	})
+	model := podsModel(decided)
 	// What a decision placing 1 replica on each would hold, then write.
 	holds.Commit(key, ns, capacity.NewRequirement(nil), decided, []assumed.Assignment{
 		{Member: member1, Replicas: 1, Base: model}, {Member: hungMember, Replicas: 1, Base: model},
@@ -91,11 +96,7 @@ spec:
 	if !e.AppliedAt.IsZero() {
 		t.Fatalf("the hung member's hold was told applied at %s", e.AppliedAt)
 	}
-	later := capacity.NewModel(&clusterv1alpha1.CapacityModel{
-		ObservedTime: metav1.NewTime(decided.Add(time.Minute)),
-		NodeGroups: []clusterv1alpha1.NodeGroup{{Count: 1, Free: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("10"), corev1.ResourcePods: resource.MustParse("110")}}},
-	})
+	later := podsModel(decided.Add(time.Minute))
 	if m, _ := holds.Adjusted(hungMember, later, "another"); m.Fit(capacity.NewRequirement(nil)) != 109 {
 		t.Errorf("the hung member's model a minute later, for another binding: %d pods fit, want 109 (one held)", m.Fit(capacity.NewRequirement(nil)))
 	}
