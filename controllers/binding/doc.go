@@ -35,6 +35,8 @@
 // decision must see; evict and fail back go one binding at a time at the
 // eviction rate (controllers/pacing), slowed or stopped in a storm; render
 // follows templates, override policies and dependencies; aggregate follows
-// the Works' status. Shared by all: the binding kinds, NewBinding, the
+// the Works' status, and tells the scheduler's held-capacity ledger which
+// members applied the Works of a decision (reportApplied, place_holds.go).
+// Shared by all: the binding kinds, NewBinding, the
 // watch mappings Requests and WorkToBinding (binding.go).
 package binding
