@@ -38,7 +38,7 @@ func TestANewLeaderDoesNotHandOutCapacityThePreviousOneJustPlaced(t *testing.T) 
 
 	leader := func() context.CancelFunc {
 		t.Helper()
-		return startPlacer(t, own, nil)
+		return startPlacer(t, own, nil, nil)
 	}
 	create := func(name string) *workv1alpha1.ResourceBinding {
 		t.Helper()
@@ -147,8 +147,9 @@ func createOnOnly(t *testing.T, c client.Client, name string) *workv1alpha1.Reso
 
 // startPlacer runs a scheduler of its own against own, as a leader does,
 // until the returned stop is called; its client is the manager's, or what
-// wrap makes of it.
-func startPlacer(t *testing.T, own *testenv.Env, wrap func(client.Client) client.Client) (stop func()) {
+// wrap makes of it; its ledger is the manager's default (30 s of grace, 90
+// s at most) when nil.
+func startPlacer(t *testing.T, own *testenv.Env, ledger *assumed.Ledger, wrap func(client.Client) client.Client) (stop func()) {
 	t.Helper()
 	mgr, err := ctrl.NewManager(own.Config, ctrl.Options{
 		Scheme: own.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
@@ -162,9 +163,12 @@ func startPlacer(t *testing.T, own *testenv.Env, wrap func(client.Client) client
 	if wrap != nil {
 		c = wrap(c)
 	}
+	if ledger == nil {
+		ledger = assumed.New(30*time.Second).WithMaxHold(90*time.Second, nil)
+	}
 	r := &bindingcontroller.Placer{
 		Client:        c,
-		Scheduler:     scheduler.New(scheduler.WithLedger(assumed.New(30*time.Second).WithMaxHold(90*time.Second, nil))),
+		Scheduler:     scheduler.New(scheduler.WithLedger(ledger)),
 		Recorder:      mgr.GetEventRecorder("flotilla-scheduler"),
 		RetryInterval: time.Second,
 	}

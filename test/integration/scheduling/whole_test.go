@@ -35,7 +35,7 @@ func TestADecisionIsWrittenWholeOrNotAtAll(t *testing.T) {
 		}
 		return nil
 	}
-	stop := startPlacer(t, own, func(c client.Client) client.Client {
+	stop := startPlacer(t, own, nil, func(c client.Client) client.Client {
 		return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
 			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 				if err := once(); err != nil {
