@@ -2,7 +2,6 @@ package scheduling_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -34,17 +33,7 @@ func TestCapacityHeldForAWorkNotYetInItsMemberIsNotHandedOutAgain(t *testing.T) 
 
 	decided := func(name string) *workv1alpha1.ResourceBinding {
 		t.Helper()
-		got := &workv1alpha1.ResourceBinding{}
-		eventuallyIn(t, 30*time.Second, "binding "+name+" decided", func() error {
-			if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, got); err != nil {
-				return err
-			}
-			if cond := conditions.Get(got, workv1alpha1.ConditionScheduled); cond == nil || cond.ObservedGeneration != got.Generation {
-				return fmt.Errorf("not decided: %+v", got.Status.Conditions)
-			}
-			return nil
-		})
-		return got
+		return decidedIn(t, c, name)
 	}
 	createOnOnly(t, c, "first")
 	if first := decided("first"); placement(first) != "only:3" {
@@ -74,21 +63,5 @@ func TestCapacityHeldForAWorkNotYetInItsMemberIsNotHandedOutAgain(t *testing.T) 
 	t.Logf("second: Scheduled=%s %s: %s", cond.Status, cond.Reason, cond.Message)
 	if e := ledger.Entries("only"); len(e) != 1 || e[0].Binding != "default/first" || e[0].Generation == 0 || !e[0].AppliedAt.IsZero() {
 		t.Errorf("the ledger holds %+v, want first's 3 replicas, decided at a generation, not applied", e)
-	}
-}
-
-// eventuallyIn polls f until it returns nil or within passes.
-func eventuallyIn(t *testing.T, within time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

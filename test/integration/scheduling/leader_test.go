@@ -34,7 +34,6 @@ import (
 func TestANewLeaderDoesNotHandOutCapacityThePreviousOneJustPlaced(t *testing.T) {
 	own := ownHubWithOneMember(t)
 	c := own.Client
-	ctx := context.Background()
 
 	leader := func() context.CancelFunc {
 		t.Helper()
@@ -46,18 +45,7 @@ func TestANewLeaderDoesNotHandOutCapacityThePreviousOneJustPlaced(t *testing.T) 
 	}
 	decided := func(b *workv1alpha1.ResourceBinding) *workv1alpha1.ResourceBinding {
 		t.Helper()
-		got := &workv1alpha1.ResourceBinding{}
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			if err := c.Get(ctx, client.ObjectKeyFromObject(b), got); err == nil {
-				if cond := conditions.Get(got, workv1alpha1.ConditionScheduled); cond != nil && cond.ObservedGeneration == got.Generation {
-					return got
-				}
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Fatalf("binding %s never decided: %+v", b.Name, got.Status.Conditions)
-		return nil
+		return decidedIn(t, c, b.Name)
 	}
 
 	stopFirst := leader()
@@ -77,6 +65,24 @@ func TestANewLeaderDoesNotHandOutCapacityThePreviousOneJustPlaced(t *testing.T) 
 			placement(second), cond.Status, cond.Reason, cond.Message)
 	}
 	t.Logf("the new leader: Scheduled=%s %s: %s", cond.Status, cond.Reason, cond.Message)
+}
+
+// decidedIn waits up to 30 s for the place phase to have decided the
+// current generation of binding default/name and returns it.
+func decidedIn(t *testing.T, c client.Client, name string) *workv1alpha1.ResourceBinding {
+	t.Helper()
+	got := &workv1alpha1.ResourceBinding{}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, got); err == nil {
+			if cond := conditions.Get(got, workv1alpha1.ConditionScheduled); cond != nil && cond.ObservedGeneration == got.Generation {
+				return got
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("binding %s never decided: %+v", name, got.Status.Conditions)
+	return nil
 }
 
 // ownHubWithOneMember starts an apiserver of the test's own — the suite's
