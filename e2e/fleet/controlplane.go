@@ -205,25 +205,6 @@ func kubeconfigBytes(name, server string, caPEM []byte, token string) ([]byte, e
 	return clientcmd.Write(*cfg)
 }
 
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			_ = l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
 func randomToken() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
