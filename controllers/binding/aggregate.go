@@ -206,13 +206,18 @@ func (r *Aggregator) SetupWithManager(mgr ctrl.Manager, options controller.Optio
 	if err := IndexWorksByBinding(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	// A new placement and the Works it makes, applied and reporting just
+	// after, are one aggregation. With a ledger to tell, so is the
+	// rendering of a decision (renderedAtANewGeneration).
+	bindingChanged := predicate.Predicate(predicate.GenerationChangedPredicate{})
+	if r.Holds != nil {
+		bindingChanged = predicate.Or(bindingChanged, renderedAtANewGeneration())
+	}
 	for _, kind := range []string{KindResourceBinding, KindClusterResourceBinding} {
 		kind := kind
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named("status-"+strings.ToLower(kind)).
-			// A new placement and the Works it makes, applied and reporting
-			// just after, are one aggregation.
-			Watches(NewBinding(kind), pacing.EnqueueCoalesced(self, r.Coalesce), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			Watches(NewBinding(kind), pacing.EnqueueCoalesced(self, r.Coalesce), builder.WithPredicates(bindingChanged)).
 			// The Work turning Available that makes its binding Ready is
 			// aggregated at once (completesBinding).
 			Watches(&workv1alpha1.Work{}, pacing.EnqueueCoalescedUnless(WorkToBinding(kind), r.Coalesce, r.completesBinding)).

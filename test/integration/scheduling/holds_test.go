@@ -8,11 +8,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/cluster-api/util/conditions"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	bindingcontroller "github.com/flotilla-io/flotilla/controllers/binding"
 	"github.com/flotilla-io/flotilla/internal/scheduler/assumed"
 )
 
@@ -63,5 +67,82 @@ func TestCapacityHeldForAWorkNotYetInItsMemberIsNotHandedOutAgain(t *testing.T) 
 	t.Logf("second: Scheduled=%s %s: %s", cond.Status, cond.Reason, cond.Message)
 	if e := ledger.Entries("only"); len(e) != 1 || e[0].Binding != "default/first" || e[0].Generation == 0 || !e[0].AppliedAt.IsZero() {
 		t.Errorf("the ledger holds %+v, want first's 3 replicas, decided at a generation, not applied", e)
+	}
+}
+
+// A member can apply a decision's Work, and the aggregate phase take in its
+// last report, before the render phase's Rendered condition for that
+// decision reaches the cache; the ledger is told a member applied only once
+// Rendered is True at the decision's generation. The aggregate phase looks
+// at the binding again when that condition is recorded, so the hold's grace
+// starts then, and not at its maximum.
+func TestAHoldIsToldItsWorkIsAppliedWhenTheRenderingIsRecordedAfterTheApply(t *testing.T) {
+	own := ownHubWithOneMember(t)
+	c := own.Client
+	ctx := context.Background()
+	ledger := assumed.New(time.Minute).WithMaxHold(10*time.Minute, nil)
+	stopPlacer := startPlacer(t, own, ledger, nil)
+	defer stopPlacer()
+	stopAggregator := startOwnManager(t, own, func(mgr ctrl.Manager) error {
+		a := &bindingcontroller.Aggregator{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-status"), Holds: ledger}
+		return a.SetupWithManager(mgr, controller.Options{})
+	})
+	defer stopAggregator()
+
+	createOnOnly(t, c, "first")
+	first := decidedIn(t, c, "first")
+	if placement(first) != "only:3" {
+		t.Fatalf("first placed %q, want only:3", placement(first))
+	}
+
+	// The member's Work, applied, with no Rendered condition on the binding yet.
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.ExecutionNamespace("only")}}); err != nil {
+		t.Fatal(err)
+	}
+	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{
+		Namespace: clusterv1alpha1.ExecutionNamespace("only"), Name: "first-deployment",
+		Labels: map[string]string{workv1alpha1.BindingPermanentIDLabel: string(first.UID)},
+		Annotations: map[string]string{
+			workv1alpha1.BindingKindAnnotation:      bindingcontroller.KindResourceBinding,
+			workv1alpha1.BindingNamespaceAnnotation: "default", workv1alpha1.BindingNameAnnotation: "first",
+		},
+	}}
+	if err := c.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	conditions.Set(w, metav1.Condition{Type: workv1alpha1.WorkApplied, Status: metav1.ConditionTrue, Reason: "Applied", ObservedGeneration: w.Generation})
+	if err := c.Status().Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	waitIn(t, c, first, "the Work aggregated as applied", func(b *workv1alpha1.ResourceBinding) bool {
+		return len(b.Status.AggregatedStatus) == 1 && b.Status.AggregatedStatus[0].Applied
+	})
+	if e := ledger.Entries("only"); len(e) != 1 || !e[0].AppliedAt.IsZero() {
+		t.Fatalf("the ledger holds %+v before the rendering is recorded, want first's hold, not applied", e)
+	}
+
+	// The render phase's record of the decision, after the apply.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		b := &workv1alpha1.ResourceBinding{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(first), b); err != nil {
+			return err
+		}
+		conditions.Set(b, metav1.Condition{Type: workv1alpha1.ConditionRendered, Status: metav1.ConditionTrue, Reason: "Rendered", ObservedGeneration: b.Generation})
+		return c.Status().Update(ctx, b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e := ledger.Entries("only")
+		if len(e) == 1 && !e[0].AppliedAt.IsZero() {
+			t.Logf("the hold is told applied: %+v", e[0])
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after the rendering was recorded the ledger holds %+v, want first's hold applied", e)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

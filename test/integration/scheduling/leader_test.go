@@ -157,6 +157,28 @@ func createOnOnly(t *testing.T, c client.Client, name string) *workv1alpha1.Reso
 // s at most) when nil.
 func startPlacer(t *testing.T, own *testenv.Env, ledger *assumed.Ledger, wrap func(client.Client) client.Client) (stop func()) {
 	t.Helper()
+	return startOwnManager(t, own, func(mgr ctrl.Manager) error {
+		c := mgr.GetClient()
+		if wrap != nil {
+			c = wrap(c)
+		}
+		if ledger == nil {
+			ledger = assumed.New(30*time.Second).WithMaxHold(90*time.Second, nil)
+		}
+		r := &bindingcontroller.Placer{
+			Client:        c,
+			Scheduler:     scheduler.New(scheduler.WithLedger(ledger)),
+			Recorder:      mgr.GetEventRecorder("flotilla-scheduler"),
+			RetryInterval: time.Second,
+		}
+		return r.SetupWithManager(mgr, controller.Options{})
+	})
+}
+
+// startOwnManager runs a manager against own, with what setup registers,
+// until the returned stop is called.
+func startOwnManager(t *testing.T, own *testenv.Env, setup func(ctrl.Manager) error) (stop func()) {
+	t.Helper()
 	mgr, err := ctrl.NewManager(own.Config, ctrl.Options{
 		Scheme: own.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		// The suite's scheduler and these register their controllers under the same names.
@@ -165,20 +187,7 @@ func startPlacer(t *testing.T, own *testenv.Env, ledger *assumed.Ledger, wrap fu
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := mgr.GetClient()
-	if wrap != nil {
-		c = wrap(c)
-	}
-	if ledger == nil {
-		ledger = assumed.New(30*time.Second).WithMaxHold(90*time.Second, nil)
-	}
-	r := &bindingcontroller.Placer{
-		Client:        c,
-		Scheduler:     scheduler.New(scheduler.WithLedger(ledger)),
-		Recorder:      mgr.GetEventRecorder("flotilla-scheduler"),
-		RetryInterval: time.Second,
-	}
-	if err := r.SetupWithManager(mgr, controller.Options{}); err != nil {
+	if err := setup(mgr); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

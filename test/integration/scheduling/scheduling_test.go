@@ -84,10 +84,16 @@ func staticWeights(weights map[string]int64) *policyv1alpha1.Placement {
 // waitFor polls the binding until cond holds, or fails with the last state.
 func waitFor(t *testing.T, b *workv1alpha1.ResourceBinding, what string, cond func(*workv1alpha1.ResourceBinding) bool) *workv1alpha1.ResourceBinding {
 	t.Helper()
+	return waitIn(t, env.Client, b, what, cond)
+}
+
+// waitIn is waitFor on the apiserver of c.
+func waitIn(t *testing.T, c client.Client, b *workv1alpha1.ResourceBinding, what string, cond func(*workv1alpha1.ResourceBinding) bool) *workv1alpha1.ResourceBinding {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	got := &workv1alpha1.ResourceBinding{}
 	for time.Now().Before(deadline) {
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(b), got); err == nil && cond(got) {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(b), got); err == nil && cond(got) {
 			return got
 		}
 		time.Sleep(200 * time.Millisecond)
