@@ -116,12 +116,14 @@ func (*localBackend) Stop(context.Context) {
 	if theFleet == nil {
 		return
 	}
+	refusals := managerRefusals(theFleet)
 	pids := theFleet.Processes()
 	theFleet.Stop()
 	for name, pid := range pids {
 		Eventually(func() error { return syscall.Kill(pid, 0) }).WithTimeout(15*time.Second).
 			Should(MatchError(syscall.ESRCH), "process %s (pid %d) still runs after the fleet stopped", name, pid)
 	}
+	Expect(refusals).To(BeEmpty(), "the hub refused requests of flotilla-manager (%s): the release's RBAC or admission policies do not give it what it does", fleet.ManagerUser())
 }
 
 func (*localBackend) Hub() client.Client { return theFleet.Hub.Client }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/cluster-api/util/conditions"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -48,13 +49,17 @@ type auditEvent struct {
 	Verb      string                    `json:"verb"`
 	User      struct{ Username string } `json:"user"`
 	ObjectRef *struct {
-		Resource  string `json:"resource"`
-		Namespace string `json:"namespace"`
-		Name      string `json:"name"`
+		APIGroup    string `json:"apiGroup"`
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
 	} `json:"objectRef"`
 	ResponseStatus *struct {
-		Code int `json:"code"`
+		Code    int    `json:"code"`
+		Message string `json:"message"`
 	} `json:"responseStatus"`
+	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
 }
 
 // auditEvents reads a member's audit log, keeping the records that match.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -15,7 +16,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/cert"
@@ -50,6 +50,25 @@ type Hub struct {
 	scheme *runtime.Scheme
 
 	metricsURL string
+
+	// managerToken and managerKubeconfig authenticate as the manager's
+	// ServiceAccount (installIdentity).
+	managerToken, managerKubeconfig string
+
+	outagesMu sync.Mutex
+	outages   []Outage
+}
+
+// Outage is a time the hub apiserver was stopped: from StopAPIServer until
+// it serves again and authorizes the manager as before.
+type Outage struct{ From, To time.Time }
+
+// Outages lists the hub apiserver's outages so far; one still under way
+// has a zero To.
+func (h *Hub) Outages() []Outage {
+	h.outagesMu.Lock()
+	defer h.outagesMu.Unlock()
+	return append([]Outage(nil), h.outages...)
 }
 
 // MetricsURL is flotilla-manager's metrics endpoint (HTTPS, authenticated
@@ -74,11 +93,32 @@ func (h *Hub) Dir() string { return h.cp.dir }
 // StopAPIServer stops the hub's kube-apiserver; etcd keeps its state. Every
 // controller of the hub (Cluster API, flotilla-manager) loses its API until
 // StartAPIServer.
-func (h *Hub) StopAPIServer() error { return h.cp.stopAPIServer() }
+func (h *Hub) StopAPIServer() error {
+	h.outagesMu.Lock()
+	h.outages = append(h.outages, Outage{From: time.Now()})
+	h.outagesMu.Unlock()
+	return h.cp.stopAPIServer()
+}
 
 // StartAPIServer restarts the hub's kube-apiserver on the same port, with
-// the same certificates and tokens, and waits until it is ready.
-func (h *Hub) StartAPIServer(ctx context.Context) error { return h.cp.startAPIServer(ctx) }
+// the same certificates and tokens, and waits until it is ready and
+// authorizes the manager again.
+func (h *Hub) StartAPIServer(ctx context.Context) error {
+	if err := h.cp.startAPIServer(ctx); err != nil {
+		return err
+	}
+	if h.managerToken != "" {
+		if err := h.waitManagerAuthorized(ctx); err != nil {
+			return err
+		}
+	}
+	h.outagesMu.Lock()
+	if n := len(h.outages); n > 0 && h.outages[n-1].To.IsZero() {
+		h.outages[n-1].To = time.Now()
+	}
+	h.outagesMu.Unlock()
+	return nil
+}
 
 func (h *Hub) start(ctx context.Context, opts Options, members provider.Members) error {
 	opts.progress("hub: starting etcd and kube-apiserver")
@@ -100,8 +140,8 @@ func (h *Hub) start(ctx context.Context, opts Options, members provider.Members)
 		return fmt.Errorf("hub: %w", err)
 	}
 
-	opts.progress("hub: installing the admission policy that keeps templates from running on the hub")
-	if err := h.installInertPolicy(ctx, opts); err != nil {
+	opts.progress("hub: installing flotilla-manager's ServiceAccount, RBAC and admission policies from the release")
+	if err := h.installIdentity(ctx, opts); err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
 
@@ -133,32 +173,6 @@ func (h *Hub) installCRDs(opts Options) error {
 		MaxTime:            time.Minute,
 	})
 	return err
-}
-
-// installInertPolicy creates the release's flotilla-inert-templates
-// admission policy and its binding (config/admission/inert_workloads.yaml),
-// so that the hub's kube-controller-manager treats templates as it does in
-// an installation by clusterctl. The release's other admission policies
-// confine Flotilla's ServiceAccounts, which the local fleet's processes do
-// not run as.
-func (h *Hub) installInertPolicy(ctx context.Context, opts Options) error {
-	raw, err := os.ReadFile(filepath.Join(opts.RepoRoot, "config", "admission", "inert_workloads.yaml"))
-	if err != nil {
-		return err
-	}
-	for _, doc := range splitYAML(raw) {
-		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
-			return fmt.Errorf("decode inert_workloads.yaml: %w", err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if err := h.Client.Create(ctx, u); err != nil {
-			return fmt.Errorf("install %s %s: %w", u.GetKind(), u.GetName(), err)
-		}
-	}
-	return nil
 }
 
 func decodeCRDs(data []byte) ([]*apiextensionsv1.CustomResourceDefinition, error) {
@@ -269,7 +283,7 @@ func (h *Hub) startManager(ctx context.Context, name string, args []string) (*pr
 	}
 	healthAddr := "127.0.0.1:" + strconv.Itoa(ports[1])
 	args = append([]string{
-		"--kubeconfig=" + h.cp.Kubeconfig,
+		"--kubeconfig=" + h.managerKubeconfig,
 		"--webhook-port=" + strconv.Itoa(ports[0]),
 		"--webhook-cert-dir=" + certDir,
 		"--health-probe-bind-address=" + healthAddr,
