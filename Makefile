@@ -8,8 +8,9 @@ CONTROLLER_GEN := $(BIN)/controller-gen
 export KUBEBUILDER_ASSETS := $(BIN)
 # Tests print a summary; go test -json would hide it, so plain -v is parsed.
 GO_TEST_FLAGS ?= -count=1
-# Unit tests: every package but the real-apiserver tiers under test/ and e2e/.
-PKGS_UNIT        = $(shell go list ./... | grep -v -e /test/ -e /e2e)
+# Unit tests: every package but the real-apiserver tiers (test/integration, the
+# e2e suite and its benchmarks); the test helpers' own tests run here.
+PKGS_UNIT        = $(shell go list ./... | grep -v -e /test/integration/ -e '/e2e$$' -e /e2e/bench)
 PKGS_INTEGRATION := ./test/integration/...
 E2E_TIMEOUT      ?= 25m
 E2E_KIND_TIMEOUT ?= 60m

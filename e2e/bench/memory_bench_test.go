@@ -47,6 +47,7 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/hubscheme"
 	"github.com/flotilla-io/flotilla/internal/memberstatus"
+	"github.com/flotilla-io/flotilla/test/freeport"
 )
 
 // The memory benchmark's fleet and workload.
@@ -251,7 +252,7 @@ type benchManager struct {
 // the benchmark, on free loopback ports: metrics over plain HTTP, no
 // webhooks (a self-signed certificate all the same), no leader election.
 func startBenchManager(binary, dir, kubeconfig string) (*benchManager, error) {
-	ports, err := memFreePorts(3)
+	ports, err := freeport.Loopback(3)
 	if err != nil {
 		return nil, err
 	}
@@ -398,19 +399,6 @@ func (m *benchManager) logErrors(n int) (int, string) {
 		}
 	}
 	return count, strings.Join(first, "\n")
-}
-
-func memFreePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 func memServingCert(dir string) error {

@@ -18,6 +18,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
+
+	"github.com/flotilla-io/flotilla/test/freeport"
 )
 
 // controlPlane is etcd plus kube-apiserver, serving TLS on a loopback port,
@@ -57,7 +59,7 @@ func (cp *controlPlane) prepare() error {
 			return err
 		}
 	}
-	ports, err := freePorts(3)
+	ports, err := freeport.Loopback(3)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-io/flotilla/e2e/fleet/provider"
+	"github.com/flotilla-io/flotilla/test/freeport"
 )
 
 // Hub is the management cluster: etcd, kube-apiserver and
@@ -197,7 +198,7 @@ func (h *Hub) startCAPI(ctx context.Context) error {
 	if err := writeServingCert(certDir); err != nil {
 		return err
 	}
-	ports, err := freePorts(3)
+	ports, err := freeport.Loopback(3)
 	if err != nil {
 		return err
 	}
@@ -277,7 +278,7 @@ func (h *Hub) startManager(ctx context.Context, name string, args []string) (*pr
 			return nil, 0, err
 		}
 	}
-	ports, err := freePorts(3)
+	ports, err := freeport.Loopback(3)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -33,6 +33,7 @@ import (
 
 	"github.com/flotilla-io/flotilla/clusterctl/release"
 	quotacontroller "github.com/flotilla-io/flotilla/controllers/quota"
+	"github.com/flotilla-io/flotilla/test/freeport"
 	"github.com/flotilla-io/flotilla/webhooks"
 )
 
@@ -290,18 +291,9 @@ func writeServingCert(t *testing.T, dir string) {
 
 func freePorts(t *testing.T, n int) []int {
 	t.Helper()
-	var ports []int
-	var listeners []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range listeners {
-		_ = l.Close()
+	ports, err := freeport.Loopback(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }

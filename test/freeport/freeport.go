@@ -1,4 +1,6 @@
-package fleet
+// Package freeport chooses loopback ports for the processes tests start
+// (apiservers, etcd, managers), which bind them a moment later.
+package freeport
 
 import (
 	"errors"
@@ -11,8 +13,8 @@ import (
 	"sync"
 )
 
-// The fleet's processes listen on ports chosen here and bound by them a
-// moment later. A port taken from the kernel's ephemeral range (listen on
+// Test processes listen on ports chosen here and bound by them a moment
+// later. A port taken from the kernel's ephemeral range (listen on
 // :0, close, hand out) can be taken in that moment as the source port of
 // any outgoing connection on the machine — an apiserver's to its etcd, a
 // test's to an apiserver — and the process then exits at start with
@@ -26,9 +28,9 @@ var handedOut = struct {
 	ports map[int]bool
 }{ports: map[int]bool{}}
 
-// freePorts returns n distinct loopback ports that are free now, below the
+// Loopback returns n distinct loopback ports that are free now, below the
 // ephemeral range and not handed out before by this process.
-func freePorts(n int) ([]int, error) {
+func Loopback(n int) ([]int, error) {
 	low, err := ephemeralLow()
 	if err != nil {
 		return nil, err
@@ -78,7 +80,7 @@ func ephemeralLow() (int, error) {
 		return 0, fmt.Errorf("ip_local_port_range reads %q: %w", raw, err)
 	}
 	if low <= lowestPort+1000 {
-		return 0, fmt.Errorf("the ephemeral port range starts at %d: too low to choose the fleet's ports below it (from %d)", low, lowestPort)
+		return 0, fmt.Errorf("the ephemeral port range starts at %d: too low to choose test ports below it (from %d)", low, lowestPort)
 	}
 	return low, nil
 }

@@ -1,4 +1,4 @@
-package fleet
+package freeport
 
 import (
 	"net"
@@ -15,7 +15,7 @@ func TestFreePortsAreBelowTheEphemeralRangeAndNeverHandedOutTwice(t *testing.T) 
 	}
 	seen := map[int]bool{}
 	for range 50 {
-		ports, err := freePorts(3)
+		ports, err := Loopback(3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +47,7 @@ func TestFreePortsAreBelowTheEphemeralRangeAndNeverHandedOutTwice(t *testing.T) 
 		held = append(held, l)
 	}
 	for range 50 {
-		ports, err := freePorts(3)
+		ports, err := Loopback(3)
 		if err != nil {
 			t.Fatal(err)
 		}
