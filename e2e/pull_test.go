@@ -66,7 +66,9 @@ var _ = Describe("Pull mode", Ordered, func() {
 				WithTimeout(3*timeUnit).Should(BeNil(), "the member of the deleted Cluster")
 			theFleet.RemoveMember(edge)
 		}, NodeTimeout(4*timeUnit))
-	}, NodeTimeout(4*timeUnit))
+		// Here rather than in the first spec, so that any spec can be focused alone.
+		member = readyMember(ctx, edge)
+	}, NodeTimeout(5*timeUnit))
 
 	It("enrols a Pull-mode member whose agent reports it on the hub's credentials, while the hub never calls the member", func(ctx SpecContext) {
 		member = readyMember(ctx, edge)

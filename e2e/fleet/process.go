@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -87,10 +88,25 @@ func (p *process) exited() error {
 	}
 	select {
 	case <-p.done:
-		return fmt.Errorf("%s exited: %v (see %s)", p.name, p.err, p.log)
+		// The log's end says why; the log itself may be gone with a
+		// test's temporary folder by the time anyone reads the error.
+		return fmt.Errorf("%s exited: %v (see %s); its log ends:\n%s", p.name, p.err, p.log, logTail(p.log, 10))
 	default:
 		return nil
 	}
+}
+
+// logTail returns the last n lines of the file at path, or why it cannot.
+func logTail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // stop sends SIGTERM to the process group, then SIGKILL after the grace.
