@@ -105,9 +105,7 @@ func (h *Hub) installIdentity(ctx context.Context, opts Options) error {
 // objects, so bindings just created, or an apiserver just started, refuse
 // for a moment what they will allow (kubernetes/kubernetes#121635).
 func (h *Hub) waitManagerAuthorized(ctx context.Context) error {
-	cfg := h.cp.RESTConfig()
-	cfg.BearerToken = h.managerToken
-	c, err := client.New(cfg, client.Options{Scheme: h.scheme})
+	c, err := client.New(h.ManagerRESTConfig(), client.Options{Scheme: h.scheme})
 	if err != nil {
 		return err
 	}
