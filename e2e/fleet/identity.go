@@ -87,8 +87,9 @@ func (h *Hub) installIdentity(ctx context.Context, opts Options) error {
 	if err := h.Client.Get(ctx, client.ObjectKey{Namespace: managerNamespace, Name: managerServiceAccount}, sa); err != nil {
 		return fmt.Errorf("the release's components hold no ServiceAccount %s/%s: %w", managerNamespace, managerServiceAccount, err)
 	}
-	// A day: longer than any run of the fleet.
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}}
+	// A year: `make dev` may be left running for days (the fleet's
+	// apiservers set no maximum token lifetime).
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](365 * 24 * 3600)}}
 	if err := h.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
 		return fmt.Errorf("token of %s: %w", ManagerUser(), err)
 	}
