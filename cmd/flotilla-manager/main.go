@@ -36,6 +36,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/binding"
+	"github.com/flotilla-io/flotilla/controllers/detector"
 	"github.com/flotilla-io/flotilla/controllers/enrolment"
 	"github.com/flotilla-io/flotilla/controllers/execution"
 	"github.com/flotilla-io/flotilla/controllers/failover"
@@ -84,6 +85,7 @@ type options struct {
 	clusterAPIQPS          float32
 	clusterAPIBurst        int
 	execution              execution.Options
+	templateBatching       detector.Batching
 	removals               removal.Limiter
 	enrolment              enrolment.Options
 	failover               failover.Options
@@ -120,6 +122,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.execution.ResyncUnhealthy, "resync-unhealthy", 10*time.Second, "How soon a Work with an object not applied or not healthy is applied again when nothing wakes it earlier.")
 	fs.DurationVar(&o.execution.ResyncHealthy, "resync-healthy", 5*time.Minute, "How often a healthy Work is applied again (drift repair); with --watch-member-objects a change in the member is repaired at once.")
 	fs.DurationVar(&o.execution.ProgressInterval, "status-progress-interval", pacing.DefaultProgressInterval, "The least time between two writes of a Work's or a binding's status on the hub that only move progress (replica counts, messages) while nothing changes state; a change of state (applied or not, health, a condition) is written at once, with the progress so far. 0 writes every change at once.")
+	fs.DurationVar(&o.templateBatching.QuietPeriod, "template-batch-quiet-period", 250*time.Millisecond, "How long a template no policy has claimed yet waits for no other new template to arrive, so that a burst of applies to the hub is served before the propagation of it starts (as kube-controller-manager's --endpoint-updates-batch-period); 0 propagates every template at once.")
+	fs.DurationVar(&o.templateBatching.MaxWait, "template-batch-max-wait", 5*time.Second, "The longest a new template waits while others keep arriving (--template-batch-quiet-period).")
 	fs.IntVar(&o.concurrentWorkSyncs, "concurrent-work-syncs", propagation.DefaultWorkConcurrency, "How many Works are applied or refreshed at once over all Push-mode members (--member-concurrent-works bounds each member).")
 	fs.IntVar(&o.concurrentBindingSyncs, "concurrent-resourcebinding-syncs", propagation.DefaultBindingConcurrency, "How many ResourceBindings and ClusterResourceBindings each binding phase (rendering Works, aggregating status) handles at once.")
 	fs.IntVar(&o.memberConcurrentWorks, "member-concurrent-works", execution.DefaultMaxInFlightPerMember, "How many Works of one Push-mode member are applied at once, and apart how many are read back (a change seen in the member); the rest wait without holding a worker, so a slow member delays only its own Works.")
@@ -344,6 +348,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 		MemberClients: members, MemberAccess: access, MemberHealth: health, Quota: quotas,
 		MemberTimeout: opts.memberApplyTimeout, MaxInFlightPerMember: opts.memberConcurrentWorks, WorkConcurrency: opts.concurrentWorkSyncs, BindingConcurrency: opts.concurrentBindingSyncs, WithdrawTimeout: opts.memberWithdrawTimeout,
 		Removals: &opts.removals, Execution: opts.execution, MemberWatches: watches, Holds: sched.Ledger(),
+		TemplateBatching: &opts.templateBatching,
 	}); err != nil {
 		return fmt.Errorf("set up propagation: %w", err)
 	}

@@ -78,6 +78,9 @@ type Detector struct {
 	// Templates, when set, hands the templates read here to the render
 	// phase (binding.RecentTemplates).
 	Templates *binding.RecentTemplates
+	// Batching, when set, holds new templates while a burst of them
+	// arrives.
+	Batching *Batching
 }
 
 // SetupWithManager registers the template controller and the two policy

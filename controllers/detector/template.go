@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -104,11 +105,13 @@ func (r *templateReconciler) Reconcile(ctx context.Context, key TemplateKey) (ct
 	tmpl := metadataOf(key.GVK)
 	if err := r.Client.Get(ctx, key.ObjectKey(), tmpl); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.Batching.Forget(key)
 			return ctrl.Result{}, r.deleteBinding(ctx, key)
 		}
 		return ctrl.Result{}, fmt.Errorf("read %s: %w", key, err)
 	}
 	if !tmpl.DeletionTimestamp.IsZero() {
+		r.Batching.Forget(key)
 		return ctrl.Result{}, r.deleteBinding(ctx, key)
 	}
 	if neverTemplate(key.GVK, tmpl) {
@@ -121,6 +124,7 @@ func (r *templateReconciler) Reconcile(ctx context.Context, key TemplateKey) (ct
 	}
 	chosen := policymatch.Choose(templateOf(key.GVK, tmpl), claimOf(tmpl), policies)
 	if chosen == nil {
+		r.Batching.Forget(key)
 		previous := claimOf(tmpl)
 		if err := r.writeClaim(ctx, tmpl, nil); err != nil {
 			return ctrl.Result{}, err
@@ -134,6 +138,7 @@ func (r *templateReconciler) Reconcile(ctx context.Context, key TemplateKey) (ct
 			return ctrl.Result{}, err
 		}
 		if !federated {
+			r.Batching.Forget(key)
 			r.Recorder.Eventf(tmpl, nil, corev1.EventTypeWarning, NamespaceNotFederatedReason, "Propagate",
 				"%s selects this template but namespace %s is not federated, so it stays on the hub: %s",
 				chosen.Ref, key.Namespace, labelStep(key.Namespace))
@@ -141,6 +146,13 @@ func (r *templateReconciler) Reconcile(ctx context.Context, key TemplateKey) (ct
 		}
 	}
 
+	// A template claimed for the first time starts the pipeline's work on
+	// the hub: while a burst of them arrives, the burst is served first.
+	if claimOf(tmpl) == nil {
+		if wait := r.Batching.Wait(key, time.Now()); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+	}
 	if err := r.writeClaim(ctx, tmpl, &chosen.Ref); err != nil {
 		return ctrl.Result{}, err
 	}

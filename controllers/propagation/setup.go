@@ -91,6 +91,9 @@ type Options struct {
 	// Holds, when set, is the scheduler's held-capacity ledger, told by the
 	// aggregate phase when members apply a binding's Works.
 	Holds *assumed.Ledger
+	// TemplateBatching, when set, holds new templates while a burst of
+	// them arrives (detector.Batching).
+	TemplateBatching *detector.Batching
 }
 
 // DefaultConcurrency: applying to members waits on their API servers, so
@@ -160,7 +163,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	d := &detector.Detector{
 		Client: c, APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), RESTMapper: mgr.GetRESTMapper(),
 		Recorder: mgr.GetEventRecorder("flotilla-detector"), Interpreter: interp, KindChanged: kindChanged,
-		Templates: templates,
+		Templates: templates, Batching: opts.TemplateBatching,
 	}
 	if err := d.SetupWithManager(ctx, mgr, controller.TypedOptions[detector.TemplateKey]{MaxConcurrentReconciles: opts.Concurrency}); err != nil {
 		return fmt.Errorf("detector: %w", err)

@@ -112,10 +112,15 @@ func BenchmarkHubApply(b *testing.B) {
 		b.ReportMetric(float64(bare.Milliseconds()), "plain-apiserver-ms")
 		b.ReportMetric(hub.Seconds()/bare.Seconds(), "hub/plain")
 		b.ReportMetric(hubAlone.Seconds()/bareIdle.Seconds(), "hub-unselected/plain-idle")
+		// The measured apply against the plain apiserver's with the
+		// machine idle: the plain apply just after the hub's runs while
+		// the fleet reacts to the hub's templates, which this ratio does
+		// not count in the hub's favour.
+		b.ReportMetric(hub.Seconds()/bareIdle.Seconds(), "hub/plain-idle")
 		b.ReportMetric(float64(len(rs.Items)), "hub-replicasets")
 		b.ReportMetric(creates, "hub-rs-pod-creates")
-		fmt.Fprintf(os.Stderr, "apply of %d Deployments: hub %s, plain apiserver %s (%.2f×); on the hub 10 s later: %d ReplicaSets stored, %.0f ReplicaSet and Pod creations asked of its apiserver\n",
-			workloads, hub.Round(time.Millisecond), bare.Round(time.Millisecond), hub.Seconds()/bare.Seconds(), len(rs.Items), creates)
+		fmt.Fprintf(os.Stderr, "apply of %d Deployments: hub %s, plain apiserver %s (%.2f×; %.2f× its idle apply); on the hub 10 s later: %d ReplicaSets stored, %.0f ReplicaSet and Pod creations asked of its apiserver\n",
+			workloads, hub.Round(time.Millisecond), bare.Round(time.Millisecond), hub.Seconds()/bare.Seconds(), hub.Seconds()/bareIdle.Seconds(), len(rs.Items), creates)
 		tmpl := &appsv1.Deployment{}
 		if err := f.Hub.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w000"}, tmpl); err != nil {
 			b.Fatal(err)
