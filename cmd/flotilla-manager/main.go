@@ -258,6 +258,9 @@ func run(opts *options) error {
 	if opts.memberConcurrentWorks < 1 {
 		return fmt.Errorf("--member-concurrent-works must be at least 1, got %d", opts.memberConcurrentWorks)
 	}
+	if b := opts.templateBatching; b.QuietPeriod < 0 || (b.QuietPeriod > 0 && b.MaxWait < b.QuietPeriod) {
+		return fmt.Errorf("--template-batch-quiet-period must not be negative (0 claims every template at once) and --template-batch-max-wait must be at least it, got %s and %s", b.QuietPeriod, b.MaxWait)
+	}
 	if opts.execution.ProgressInterval < 0 {
 		return fmt.Errorf("--status-progress-interval must not be negative (0 writes every change at once), got %s", opts.execution.ProgressInterval)
 	}

@@ -115,6 +115,7 @@ func (r *templateReconciler) Reconcile(ctx context.Context, key TemplateKey) (ct
 		return ctrl.Result{}, r.deleteBinding(ctx, key)
 	}
 	if neverTemplate(key.GVK, tmpl) {
+		r.Batching.Forget(key)
 		return ctrl.Result{}, nil
 	}
 
