@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,22 @@ func BenchmarkPropagationLatency(b *testing.B) {
 		}
 		ready.mu.Unlock()
 		lags := ready.lags()
+		// Every binding is placed on every member its policy names (3
+		// replicas by equal weights over 3 members): none loses a member
+		// to a capacity view the burst itself made stale.
+		var short []string
+		ready.mu.Lock()
+		for name, members := range ready.placed {
+			if len(members) != 3 {
+				short = append(short, fmt.Sprintf("%s on %v", name, members))
+			}
+		}
+		ready.mu.Unlock()
+		sort.Strings(short)
+		b.ReportMetric(float64(len(short)), "bindings-not-on-every-member")
+		if len(short) > 0 {
+			b.Errorf("%d of %d bindings are Ready on fewer than the 3 members their policy names: %s", len(short), workloads, strings.Join(short, "; "))
+		}
 		b.ReportMetric(quantileMs(latencies, 0.50), "p50-ms")
 		b.ReportMetric(quantileMs(latencies, 0.99), "p99-ms")
 		b.ReportMetric(quantileMs(lags.memberToBinding, 0.50), "member-ready-to-hub-p50-ms")
