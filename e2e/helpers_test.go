@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,8 +47,11 @@ func readyMember(ctx context.Context, m *fleet.Member) *clusterv1alpha1.MemberCl
 
 // auditEvent is the part of an apiserver audit record the specs read.
 type auditEvent struct {
-	Verb      string                    `json:"verb"`
-	User      struct{ Username string } `json:"user"`
+	Verb      string `json:"verb"`
+	UserAgent string `json:"userAgent"`
+	User      struct {
+		Username string `json:"username"`
+	} `json:"user"`
 	ObjectRef *struct {
 		APIGroup    string `json:"apiGroup"`
 		Resource    string `json:"resource"`
@@ -59,10 +63,13 @@ type auditEvent struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	} `json:"responseStatus"`
-	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
+	RequestReceivedTimestamp metav1.MicroTime `json:"requestReceivedTimestamp"`
+	StageTimestamp           metav1.MicroTime `json:"stageTimestamp"`
 }
 
-// auditEvents reads a member's audit log, keeping the records that match.
+func (e auditEvent) received() time.Time { return e.RequestReceivedTimestamp.Time }
+
+// auditEvents reads an apiserver's audit log, keeping the records that match.
 func auditEvents(path string, keep func(auditEvent) bool) []auditEvent {
 	f, err := os.Open(path)
 	Expect(err).NotTo(HaveOccurred())
@@ -76,6 +83,7 @@ func auditEvents(path string, keep func(auditEvent) bool) []auditEvent {
 			out = append(out, e)
 		}
 	}
+	Expect(s.Err()).NotTo(HaveOccurred())
 	return out
 }
 

@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -95,13 +93,13 @@ var _ = Describe("Pull mode", Ordered, func() {
 		// the ClusterResourceSet that installed the add-ons) and by the local
 		// fleet's own processes — that is Cluster API, not Flotilla. kwok,
 		// kube-controller-manager and kube-scheduler use their own identities.
-		fromHub := memberAudit(edge, func(r auditRecord) bool {
+		fromHub := auditEvents(edge.AuditLog(), func(r auditEvent) bool {
 			return r.User.Username == hubIdentity || strings.HasPrefix(r.UserAgent, "flotilla-manager")
 		})
 		Expect(fromHub).To(BeEmpty(), "requests of flotilla-manager in Pull-mode member edge")
 		err := edge.Client.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.SystemNamespace, Name: "flotilla-hub"}, &corev1.ServiceAccount{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "ServiceAccount flotilla-hub in a Pull-mode member: %v", err)
-		Expect(memberAudit(edge, func(r auditRecord) bool { return r.User.Username == agentIdentity })).NotTo(BeEmpty(),
+		Expect(auditEvents(edge.AuditLog(), func(r auditEvent) bool { return r.User.Username == agentIdentity })).NotTo(BeEmpty(),
 			"the agent reads its member as its own ServiceAccount")
 	}, SpecTimeout(5*timeUnit))
 
@@ -142,7 +140,7 @@ var _ = Describe("Pull mode", Ordered, func() {
 		By("the member's objects were written by the agent, as the field manager Push execution uses")
 		d := memberDeployment(ctx, edge, "pull-lab", "fleet-web")
 		Expect(managers(d)).To(ContainElement("flotilla/Apply"))
-		Expect(memberAudit(edge, func(r auditRecord) bool {
+		Expect(auditEvents(edge.AuditLog(), func(r auditEvent) bool {
 			return r.Verb == "patch" && r.ObjectRef != nil && r.ObjectRef.Namespace == "pull-lab" && r.ObjectRef.Name == "fleet-web" && r.User.Username != agentIdentity
 		})).To(BeEmpty(), "applies of fleet-web in the Pull member by anyone but its agent")
 
@@ -263,7 +261,7 @@ var _ = Describe("Pull mode", Ordered, func() {
 		}).WithTimeout(timeUnit).Should(Succeed())
 
 		By("objects that did not change were not applied again beyond drift repair (one apply a minute)")
-		unchanged := memberAudit(edge, func(r auditRecord) bool {
+		unchanged := auditEvents(edge.AuditLog(), func(r auditEvent) bool {
 			return r.User.Username == agentIdentity && r.Verb == "patch" && r.ObjectRef != nil &&
 				r.ObjectRef.Namespace == "pull-outage" && r.ObjectRef.Name == "steady-config" &&
 				r.received().After(stopped) && r.received().Before(reached)
@@ -521,41 +519,6 @@ func managers(obj metav1.Object) []string {
 	for _, f := range obj.GetManagedFields() {
 		out = append(out, f.Manager+"/"+string(f.Operation))
 	}
-	return out
-}
-
-// auditRecord is the part of an apiserver audit event these specs read.
-type auditRecord struct {
-	Verb      string `json:"verb"`
-	UserAgent string `json:"userAgent"`
-	User      struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		Resource  string `json:"resource"`
-		Namespace string `json:"namespace"`
-		Name      string `json:"name"`
-	} `json:"objectRef"`
-	RequestReceivedTimestamp metav1.MicroTime `json:"requestReceivedTimestamp"`
-}
-
-func (r auditRecord) received() time.Time { return r.RequestReceivedTimestamp.Time }
-
-// memberAudit reads a member's audit log, keeping the records that match.
-func memberAudit(m *fleet.Member, keep func(auditRecord) bool) []auditRecord {
-	f, err := os.Open(m.AuditLog())
-	Expect(err).NotTo(HaveOccurred())
-	defer f.Close()
-	var out []auditRecord
-	s := bufio.NewScanner(f)
-	s.Buffer(make([]byte, 1<<20), 1<<24)
-	for s.Scan() {
-		var r auditRecord
-		if json.Unmarshal(s.Bytes(), &r) == nil && keep(r) {
-			out = append(out, r)
-		}
-	}
-	Expect(s.Err()).NotTo(HaveOccurred())
 	return out
 }
 

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -34,9 +32,8 @@ var _ = Describe("A tenant who administers one federated namespace", Ordered, fu
 	var as client.Client
 
 	BeforeAll(func(ctx SpecContext) {
-		roles, err := os.ReadFile(filepath.Join(repoRoot, "config", "rbac", "tenant_roles.yaml"))
-		Expect(err).NotTo(HaveOccurred())
-		Expect(theFleet.Apply(ctx, roles)).To(Succeed())
+		// The tenant roles come with the release's components, which
+		// every backend installs with the manager: not applied here.
 		federatedNamespace(ctx, ns)
 		Expect(theFleet.Hub.Client.Create(ctx, &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant-admin"},
@@ -45,6 +42,7 @@ var _ = Describe("A tenant who administers one federated namespace", Ordered, fu
 		})).To(Succeed())
 		cfg := theFleet.Hub.RESTConfig()
 		cfg.Impersonate.UserName = tenant
+		var err error
 		as, err = client.New(cfg, client.Options{Scheme: theFleet.Hub.Client.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 	})
