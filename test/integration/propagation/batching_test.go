@@ -8,12 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -136,24 +133,11 @@ func TestTemplateBatching(t *testing.T) {
 // the returned stop is called.
 func startDetector(t *testing.T, own *testenv.Env, batching *detector.Batching) (stop func()) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(own.Config, ctrl.Options{
-		Scheme: own.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		// The suite's manager registers the same controller names.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	return own.StartManager(t, func(mgr ctrl.Manager) error {
+		d := &detector.Detector{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), RESTMapper: mgr.GetRESTMapper(),
+			Recorder: mgr.GetEventRecorder("flotilla-detector"), Batching: batching,
+		}
+		return d.SetupWithManager(context.Background(), mgr, controller.TypedOptions[detector.TemplateKey]{})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &detector.Detector{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: mgr.GetCache(), RESTMapper: mgr.GetRESTMapper(),
-		Recorder: mgr.GetEventRecorder("flotilla-detector"), Batching: batching,
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	if err := d.SetupWithManager(runCtx, mgr, controller.TypedOptions[detector.TemplateKey]{}); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(runCtx) }()
-	return func() { cancel(); <-done }
 }

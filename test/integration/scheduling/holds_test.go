@@ -83,7 +83,7 @@ func TestAHoldIsToldItsWorkIsAppliedWhenTheRenderingIsRecordedAfterTheApply(t *t
 	ledger := assumed.New(time.Minute).WithMaxHold(10*time.Minute, nil)
 	stopPlacer := startPlacer(t, own, ledger, nil)
 	defer stopPlacer()
-	stopAggregator := startOwnManager(t, own, func(mgr ctrl.Manager) error {
+	stopAggregator := own.StartManager(t, func(mgr ctrl.Manager) error {
 		a := &bindingcontroller.Aggregator{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-status"), Holds: ledger}
 		return a.SetupWithManager(mgr, controller.Options{})
 	})

@@ -8,13 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -157,7 +154,7 @@ func createOnOnly(t *testing.T, c client.Client, name string) *workv1alpha1.Reso
 // s at most) when nil.
 func startPlacer(t *testing.T, own *testenv.Env, ledger *assumed.Ledger, wrap func(client.Client) client.Client) (stop func()) {
 	t.Helper()
-	return startOwnManager(t, own, func(mgr ctrl.Manager) error {
+	return own.StartManager(t, func(mgr ctrl.Manager) error {
 		c := mgr.GetClient()
 		if wrap != nil {
 			c = wrap(c)
@@ -173,25 +170,4 @@ func startPlacer(t *testing.T, own *testenv.Env, ledger *assumed.Ledger, wrap fu
 		}
 		return r.SetupWithManager(mgr, controller.Options{})
 	})
-}
-
-// startOwnManager runs a manager against own, with what setup registers,
-// until the returned stop is called.
-func startOwnManager(t *testing.T, own *testenv.Env, setup func(ctrl.Manager) error) (stop func()) {
-	t.Helper()
-	mgr, err := ctrl.NewManager(own.Config, ctrl.Options{
-		Scheme: own.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		// The suite's scheduler and these register their controllers under the same names.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := setup(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(ctx) }()
-	return func() { cancel(); <-done }
 }
