@@ -258,7 +258,7 @@ func run(opts *options) error {
 	if opts.memberConcurrentWorks < 1 {
 		return fmt.Errorf("--member-concurrent-works must be at least 1, got %d", opts.memberConcurrentWorks)
 	}
-	if b := opts.templateBatching; b.QuietPeriod < 0 || (b.QuietPeriod > 0 && b.MaxWait < b.QuietPeriod) {
+	if b := &opts.templateBatching; b.QuietPeriod < 0 || (b.QuietPeriod > 0 && b.MaxWait < b.QuietPeriod) {
 		return fmt.Errorf("--template-batch-quiet-period must not be negative (0 claims every template at once) and --template-batch-max-wait must be at least it, got %s and %s", b.QuietPeriod, b.MaxWait)
 	}
 	if opts.execution.ProgressInterval < 0 {
