@@ -58,8 +58,8 @@ func (b *Batching) Wait(key TemplateKey, now time.Time) time.Duration {
 	return wait
 }
 
-// Forget drops a key that no longer waits (its template gone, or claimed
-// in the meantime).
+// Forget drops a key that is not to be claimed after all: its template
+// gone, no longer selected, or not to be propagated.
 func (b *Batching) Forget(key TemplateKey) {
 	if b == nil {
 		return
