@@ -129,63 +129,7 @@ spec:
 
 var _ = Describe("Propagation", func() {
 	It("runs the Karmada lab: duplicated 6 + 6, divided 4 + 2, a member2-only override, and clean removal", func(ctx SpecContext) {
-		m1, m2, m3 := theFleet.Member("member1"), theFleet.Member("member2"), theFleet.Member("member3")
-		federatedNamespace(ctx, "lab")
-		Expect(theFleet.Apply(ctx, []byte(labTemplate+"---"+labDuplicated))).To(Succeed())
-
-		By("Duplicated: 6 replicas Ready in member1 and in member2, and a Service in each")
-		eventually(ctx, readyReplicas(ctx, m1, "lab", "fleet-web")).WithTimeout(2 * timeUnit).Should(Equal("6/6"))
-		eventually(ctx, readyReplicas(ctx, m2, "lab", "fleet-web")).WithTimeout(2 * timeUnit).Should(Equal("6/6"))
-		Expect(readyReplicas(ctx, m3, "lab", "fleet-web")()).To(Equal("absent"))
-		for _, m := range []*fleet.Member{m1, m2} {
-			// The Service is its own binding and Work: it arrives on its own time.
-			eventually(ctx, func() error {
-				return m.Client.Get(ctx, client.ObjectKey{Namespace: "lab", Name: "fleet-web"}, &corev1.Service{})
-			}).WithTimeout(timeUnit).Should(Succeed(), "Service fleet-web in %s", m.Name())
-		}
-
-		By("Divided 2:1: 4 + 2")
-		Expect(theFleet.Apply(ctx, []byte(labWeighted))).To(Succeed())
-		eventually(ctx, readyReplicas(ctx, m1, "lab", "fleet-web")).WithTimeout(2 * timeUnit).Should(Equal("4/4"))
-		eventually(ctx, readyReplicas(ctx, m2, "lab", "fleet-web")).WithTimeout(2 * timeUnit).Should(Equal("2/2"))
-		placement, err := theFleet.WaitWorkloadReady(ctx, "lab", "Deployment", "fleet-web", time.Minute)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(placement).To(Equal("member1:4 member2:2"))
-
-		By("OverridePolicy on member2 only: secondary there, shared on the hub and member1")
-		Expect(theFleet.Apply(ctx, []byte(labOverride))).To(Succeed())
-		eventually(ctx, envValue(ctx, m2, "lab", "fleet-web")).WithTimeout(timeUnit).Should(Equal("secondary"))
-		Expect(envValue(ctx, m1, "lab", "fleet-web")()).To(Equal("shared"))
-		hub := &appsv1.Deployment{}
-		Expect(theFleet.Hub.Client.Get(ctx, client.ObjectKey{Namespace: "lab", Name: "fleet-web"}, hub)).To(Succeed())
-		Expect(hub.Spec.Template.Spec.Containers[0].Env[0].Value).To(Equal("shared"))
-
-		By("No Pod of a template ever runs on the hub")
-		pods := &corev1.PodList{}
-		Expect(theFleet.Hub.Client.List(ctx, pods, client.InNamespace("lab"))).To(Succeed())
-		Expect(pods.Items).To(BeEmpty())
-
-		By("Deleting the template and the policy removes everything from the members")
-		for _, obj := range []client.Object{
-			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "lab", Name: "fleet-web"}},
-			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "lab", Name: "fleet-web"}},
-		} {
-			Expect(theFleet.Hub.Client.Delete(ctx, obj)).To(Succeed())
-		}
-		for _, obj := range []client.Object{
-			&policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "lab", Name: "fleet-web"}},
-			&policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "lab", Name: "fleet-web"}},
-		} {
-			Expect(theFleet.Hub.Client.Delete(ctx, obj)).To(Succeed())
-		}
-		eventually(ctx, func(g Gomega) {
-			for _, m := range []*fleet.Member{m1, m2} {
-				err := m.Client.Get(ctx, client.ObjectKey{Namespace: "lab", Name: "fleet-web"}, &appsv1.Deployment{})
-				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Deployment in %s: %v", m.Name(), err)
-				err = m.Client.Get(ctx, client.ObjectKey{Namespace: "lab", Name: "fleet-web"}, &corev1.Service{})
-				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Service in %s: %v", m.Name(), err)
-			}
-		}).WithTimeout(2 * timeUnit).Should(Succeed())
+		karmadaLab(ctx)
 	}, SpecTimeout(10*time.Minute))
 
 	It("changes only the targeted member with image, labels and field overriders, and carries a referenced ConfigMap along", func(ctx SpecContext) {
@@ -302,3 +246,67 @@ spec:
 		}
 	}, SpecTimeout(8*time.Minute))
 })
+
+// karmadaLab is Karmada's propagation lab on member1 and member2: Duplicated
+// 6 + 6, Divided 2:1 into 4 + 2, a member2-only override, and removal of
+// everything with the template. It runs alone and right after a redeploy
+// that left the members full (redeploy_test.go).
+func karmadaLab(ctx context.Context) {
+	m1, m2, m3 := theFleet.Member("member1"), theFleet.Member("member2"), theFleet.Member("member3")
+	federatedNamespace(ctx, "lab")
+	Expect(theFleet.Apply(ctx, []byte(labTemplate+"---"+labDuplicated))).To(Succeed())
+
+	By("Duplicated: 6 replicas Ready in member1 and in member2, and a Service in each")
+	eventually(ctx, readyReplicas(ctx, m1, "lab", "fleet-web")).WithTimeout(2 * timeUnit).Should(Equal("6/6"))
+	eventually(ctx, readyReplicas(ctx, m2, "lab", "fleet-web")).WithTimeout(2 * timeUnit).Should(Equal("6/6"))
+	Expect(readyReplicas(ctx, m3, "lab", "fleet-web")()).To(Equal("absent"))
+	for _, m := range []*fleet.Member{m1, m2} {
+		// The Service is its own binding and Work: it arrives on its own time.
+		eventually(ctx, func() error {
+			return m.Client.Get(ctx, client.ObjectKey{Namespace: "lab", Name: "fleet-web"}, &corev1.Service{})
+		}).WithTimeout(timeUnit).Should(Succeed(), "Service fleet-web in %s", m.Name())
+	}
+
+	By("Divided 2:1: 4 + 2")
+	Expect(theFleet.Apply(ctx, []byte(labWeighted))).To(Succeed())
+	eventually(ctx, readyReplicas(ctx, m1, "lab", "fleet-web")).WithTimeout(2 * timeUnit).Should(Equal("4/4"))
+	eventually(ctx, readyReplicas(ctx, m2, "lab", "fleet-web")).WithTimeout(2 * timeUnit).Should(Equal("2/2"))
+	placement, err := theFleet.WaitWorkloadReady(ctx, "lab", "Deployment", "fleet-web", time.Minute)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(placement).To(Equal("member1:4 member2:2"))
+
+	By("OverridePolicy on member2 only: secondary there, shared on the hub and member1")
+	Expect(theFleet.Apply(ctx, []byte(labOverride))).To(Succeed())
+	eventually(ctx, envValue(ctx, m2, "lab", "fleet-web")).WithTimeout(timeUnit).Should(Equal("secondary"))
+	Expect(envValue(ctx, m1, "lab", "fleet-web")()).To(Equal("shared"))
+	hub := &appsv1.Deployment{}
+	Expect(theFleet.Hub.Client.Get(ctx, client.ObjectKey{Namespace: "lab", Name: "fleet-web"}, hub)).To(Succeed())
+	Expect(hub.Spec.Template.Spec.Containers[0].Env[0].Value).To(Equal("shared"))
+
+	By("No Pod of a template ever runs on the hub")
+	pods := &corev1.PodList{}
+	Expect(theFleet.Hub.Client.List(ctx, pods, client.InNamespace("lab"))).To(Succeed())
+	Expect(pods.Items).To(BeEmpty())
+
+	By("Deleting the template and the policy removes everything from the members")
+	for _, obj := range []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "lab", Name: "fleet-web"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "lab", Name: "fleet-web"}},
+	} {
+		Expect(theFleet.Hub.Client.Delete(ctx, obj)).To(Succeed())
+	}
+	for _, obj := range []client.Object{
+		&policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "lab", Name: "fleet-web"}},
+		&policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "lab", Name: "fleet-web"}},
+	} {
+		Expect(theFleet.Hub.Client.Delete(ctx, obj)).To(Succeed())
+	}
+	eventually(ctx, func(g Gomega) {
+		for _, m := range []*fleet.Member{m1, m2} {
+			err := m.Client.Get(ctx, client.ObjectKey{Namespace: "lab", Name: "fleet-web"}, &appsv1.Deployment{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Deployment in %s: %v", m.Name(), err)
+			err = m.Client.Get(ctx, client.ObjectKey{Namespace: "lab", Name: "fleet-web"}, &corev1.Service{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Service in %s: %v", m.Name(), err)
+		}
+	}).WithTimeout(2 * timeUnit).Should(Succeed())
+}

@@ -40,6 +40,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/metrics"
+	"github.com/flotilla-io/flotilla/internal/capacity"
 	"github.com/flotilla-io/flotilla/internal/eviction"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
@@ -53,6 +54,11 @@ type Placer struct {
 	// tried again even when nothing it watches changes (assumed capacity
 	// expires with time, not with an event).
 	RetryInterval time.Duration
+	// ShortRetryInterval is how often a binding placed short of what it
+	// asks (PartiallyScheduled) is decided again when no member it was
+	// denied reports room: a backstop for capacity held for other
+	// bindings that expires without a new capacity model.
+	ShortRetryInterval time.Duration
 	// Wakeups are further sources of ResourceBindings to decide again at
 	// once, e.g. those waiting on quota when quota frees (controllers/quota).
 	Wakeups []source.TypedSource[reconcile.Request]
@@ -60,6 +66,7 @@ type Placer struct {
 	snapshots *snapshots
 	written   writtenGenerations
 	decided   decidedInputs
+	waiting   waitingBindings
 	// placementEpoch counts the member changes that queue every binding to
 	// be decided again (enqueueAll, not capacity reports): a decision made
 	// at an older epoch may not hold, one made at the current epoch on the
@@ -87,17 +94,18 @@ func (r *Placer) SetupWithManager(mgr ctrl.Manager, options controller.Options) 
 	if r.RetryInterval == 0 {
 		r.RetryInterval = 30 * time.Second
 	}
+	if r.ShortRetryInterval == 0 {
+		r.ShortRetryInterval = 5 * time.Minute
+	}
 	r.snapshots = &snapshots{reader: mgr.GetClient(), sched: r.Scheduler}
 
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("scheduling-resourcebinding").
 		For(&workv1alpha1.ResourceBinding{}, builder.WithPredicates(r.placementInputsChanged())).
 		Watches(&clusterv1alpha1.MemberCluster{},
-			handler.EnqueueRequestsFromMapFunc(r.enqueueAll(&workv1alpha1.ResourceBindingList{}, false)),
+			handler.EnqueueRequestsFromMapFunc(r.enqueueAll(&workv1alpha1.ResourceBindingList{})),
 			builder.WithPredicates(memberPlacementChanged())).
-		Watches(&clusterv1alpha1.MemberCluster{},
-			handler.EnqueueRequestsFromMapFunc(r.enqueueAll(&workv1alpha1.ResourceBindingList{}, true)),
-			builder.WithPredicates(memberCapacityChanged())).
+		Watches(&clusterv1alpha1.MemberCluster{}, r.capacityFreed(false), builder.WithPredicates(memberCapacityChanged())).
 		// Every member event, unfiltered, tells the snapshot shared by
 		// both controllers to compile the fleet again (also those that
 		// queue no binding; enqueueAll tells it before it queues).
@@ -116,22 +124,21 @@ func (r *Placer) SetupWithManager(mgr ctrl.Manager, options controller.Options) 
 		Named("scheduling-clusterresourcebinding").
 		For(&workv1alpha1.ClusterResourceBinding{}, builder.WithPredicates(r.placementInputsChanged())).
 		Watches(&clusterv1alpha1.MemberCluster{},
-			handler.EnqueueRequestsFromMapFunc(r.enqueueAll(&workv1alpha1.ClusterResourceBindingList{}, false)),
+			handler.EnqueueRequestsFromMapFunc(r.enqueueAll(&workv1alpha1.ClusterResourceBindingList{})),
 			builder.WithPredicates(memberPlacementChanged())).
-		Watches(&clusterv1alpha1.MemberCluster{},
-			handler.EnqueueRequestsFromMapFunc(r.enqueueAll(&workv1alpha1.ClusterResourceBindingList{}, true)),
-			builder.WithPredicates(memberCapacityChanged())).
+		Watches(&clusterv1alpha1.MemberCluster{}, r.capacityFreed(true), builder.WithPredicates(memberCapacityChanged())).
 		WithOptions(options).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			return r.reconcile(ctx, req, &workv1alpha1.ClusterResourceBinding{})
 		}))
 }
 
-// enqueueAll maps a member change to every binding of a kind or, for a
-// change of capacity alone, to the bindings still waiting to be placed:
-// placed bindings keep their replicas where they are (least movement), so
-// re-deciding them on every capacity report would only churn their status.
-func (r *Placer) enqueueAll(list client.ObjectList, onlyUnscheduled bool) handler.MapFunc {
+// enqueueAll maps a member change that can change a placement to every
+// binding of a kind. A change of capacity alone queues only the bindings
+// waiting for room (capacityFreed, place_waiting.go): placed bindings keep
+// their replicas where they are (least movement), so re-deciding them on
+// every capacity report would only churn their status.
+func (r *Placer) enqueueAll(list client.ObjectList) handler.MapFunc {
 	return func(ctx context.Context, _ client.Object) []reconcile.Request {
 		// The informer's handlers run in no fixed order: were the
 		// snapshot told of this change only by its own handler, a binding
@@ -139,11 +146,7 @@ func (r *Placer) enqueueAll(list client.ObjectList, onlyUnscheduled bool) handle
 		// Told first here, every binding this change queues is decided on
 		// a snapshot listed after it.
 		r.snapshots.memberChanged()
-		if !onlyUnscheduled {
-			// Capacity alone does not move placed bindings: it leaves
-			// their decisions standing.
-			r.placementEpoch.Add(1)
-		}
+		r.placementEpoch.Add(1)
 		l := list.DeepCopyObject().(client.ObjectList)
 		if err := r.Client.List(ctx, l); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "list bindings to reschedule after a member change")
@@ -151,9 +154,6 @@ func (r *Placer) enqueueAll(list client.ObjectList, onlyUnscheduled bool) handle
 		}
 		var reqs []reconcile.Request
 		add := func(b workv1alpha1.Binding) {
-			if onlyUnscheduled && conditions.IsTrue(b, workv1alpha1.ConditionScheduled) {
-				return
-			}
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: b.GetNamespace(), Name: b.GetName()}})
 		}
 		switch items := l.(type) {
@@ -183,6 +183,7 @@ func (r *Placer) reconcile(ctx context.Context, req reconcile.Request, b workv1a
 			r.Scheduler.Forget(keyOf(req))
 			r.written.forget(keyOf(req))
 			r.decided.forget(keyOf(req))
+			r.waiting.forget(keyOf(req))
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -190,6 +191,7 @@ func (r *Placer) reconcile(ctx context.Context, req reconcile.Request, b workv1a
 		r.Scheduler.Forget(placementKey(b))
 		r.written.forget(placementKey(b))
 		r.decided.forget(placementKey(b))
+		r.waiting.forget(placementKey(b))
 		return reconcile.Result{}, nil
 	}
 	if r.written.stale(placementKey(b), b.GetUID(), b.GetGeneration()) {
@@ -199,6 +201,7 @@ func (r *Placer) reconcile(ctx context.Context, req reconcile.Request, b workv1a
 	original := b.(client.Object).DeepCopyObject().(client.Object)
 	epoch := r.placementEpoch.Load()
 	decided := false
+	var waits *waitingEntry
 	defer func() {
 		if err := r.write(ctx, original, b); err != nil {
 			if apierrors.IsConflict(err) {
@@ -214,6 +217,8 @@ func (r *Placer) reconcile(ctx context.Context, req reconcile.Request, b workv1a
 			// The Works carrying what the decision holds are rendered
 			// from the generation it was written at.
 			r.Scheduler.Ledger().Decided(placementKey(b), b.GetGeneration())
+			r.waiting.set(placementKey(b), waits)
+			r.reportShort(original, b)
 		}
 		if decided && conditions.IsTrue(b, workv1alpha1.ConditionScheduled) {
 			r.decided.record(placementKey(b), b, epoch)
@@ -255,7 +260,7 @@ func (r *Placer) reconcile(ctx context.Context, req reconcile.Request, b workv1a
 	if err := r.restoreOnce(ctx, snap); err != nil {
 		return reconcile.Result{}, fmt.Errorf("restore assumed capacity from bindings: %w", err)
 	}
-	result := r.schedule(ctx, snap, b)
+	result, waits := r.schedule(ctx, snap, b)
 	reason := conditions.GetReason(b, workv1alpha1.ConditionScheduled)
 	metrics.SchedulingDecisionDuration.WithLabelValues(reason).Observe(metrics.Since(start))
 	if reason == workv1alpha1.BindingReasonQuotaExceeded {
@@ -316,8 +321,9 @@ func placedOf(b workv1alpha1.Binding) placedFields {
 	return f
 }
 
-// schedule runs one decision and records it on the binding.
-func (r *Placer) schedule(ctx context.Context, snap *scheduler.Snapshot, b workv1alpha1.Binding) reconcile.Result {
+// schedule runs one decision and records it on the binding. It returns
+// what the binding waits for, nil when it has everything it asks.
+func (r *Placer) schedule(ctx context.Context, snap *scheduler.Snapshot, b workv1alpha1.Binding) (reconcile.Result, *waitingEntry) {
 	spec, status := b.BindingSpec(), b.BindingStatus()
 	in := scheduler.InputFromBinding(placementKey(b), spec, status)
 	// Failback asks as a user does with spec.rescheduleTriggeredAt, which
@@ -328,6 +334,8 @@ func (r *Placer) schedule(ctx context.Context, snap *scheduler.Snapshot, b workv
 	in.Rebalance = in.Rebalance || failback
 	res, err := r.Scheduler.Schedule(snap, in)
 	status.SchedulingDecision = res.Decision()
+	waits := &waitingEntry{reason: scheduler.ReasonOf(err), req: capacity.NewRequirement(spec.ReplicaRequirements), need: int64(spec.Replicas)}
+	waits.capacityHelps = waits.reason != workv1alpha1.BindingReasonQuotaExceeded
 
 	if err != nil {
 		reason := scheduler.ReasonOf(err)
@@ -337,7 +345,7 @@ func (r *Placer) schedule(ctx context.Context, snap *scheduler.Snapshot, b workv
 		conditions.Set(b, metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionFalse, Reason: reason, Message: message})
 		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, reason, "Schedule", "%s", message)
 		ctrl.LoggerFrom(ctx).V(1).Info("not scheduled", "reason", reason, "message", message)
-		return reconcile.Result{RequeueAfter: r.RetryInterval}
+		return reconcile.Result{RequeueAfter: r.RetryInterval}, waits
 	}
 
 	now := metav1.Now()
@@ -356,11 +364,50 @@ func (r *Placer) schedule(ctx context.Context, snap *scheduler.Snapshot, b workv
 	if res.UnknownMembers != "" {
 		message += "; " + res.UnknownMembers
 	}
-	conditions.Set(b, metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: workv1alpha1.BindingReasonSuccess, Message: message})
 	if changed {
 		r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "Scheduled", "Schedule", "%s", placement)
 	}
-	return reconcile.Result{}
+	if len(res.Short) > 0 {
+		// Placed where it fits, and honest about the rest: the binding
+		// runs on the members it got and is decided again as soon as one
+		// it was denied has room (capacityFreed), or at the backstop.
+		for _, m := range res.Short {
+			waits.short = append(waits.short, m.Name)
+		}
+		waits.reason = workv1alpha1.BindingReasonPartiallyScheduled
+		message += "; " + scheduler.ShortMessage(res.Short) + "; placed there as soon as it has room"
+		conditions.Set(b, metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionFalse, Reason: waits.reason, Message: message})
+		return reconcile.Result{RequeueAfter: r.ShortRetryInterval}, waits
+	}
+	conditions.Set(b, metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: workv1alpha1.BindingReasonSuccess, Message: message})
+	return reconcile.Result{}, nil
+}
+
+// reportShort tells the template's readers, with an event on the template,
+// when a decision leaves its binding short of what it asks, when the
+// members it is short of change, and when it is complete again. The
+// binding's Scheduled condition says the same at every decision.
+func (r *Placer) reportShort(before client.Object, after workv1alpha1.Binding) {
+	was := conditions.Get(before.(workv1alpha1.Binding), workv1alpha1.ConditionScheduled)
+	now := conditions.Get(after, workv1alpha1.ConditionScheduled)
+	if now == nil {
+		return
+	}
+	wasShort := was != nil && was.Reason == workv1alpha1.BindingReasonPartiallyScheduled
+	switch {
+	case now.Reason == workv1alpha1.BindingReasonPartiallyScheduled && (!wasShort || shortPart(was.Message) != shortPart(now.Message)):
+		r.Recorder.Eventf(TemplateRef(after), after, corev1.EventTypeWarning, workv1alpha1.BindingReasonPartiallyScheduled, "Schedule", "%s", now.Message)
+	case wasShort && now.Reason == workv1alpha1.BindingReasonSuccess:
+		r.Recorder.Eventf(TemplateRef(after), after, corev1.EventTypeNormal, "Scheduled", "Schedule", "placement complete: %s", now.Message)
+	}
+}
+
+// shortPart is the "short of …" part of a PartiallyScheduled message.
+func shortPart(message string) string {
+	if i := strings.Index(message, "short of "); i >= 0 {
+		return message[i:]
+	}
+	return ""
 }
 
 func messageOf(err error) string {

@@ -98,7 +98,7 @@ func TestABindingQueuedByAMemberChangeSeesTheChange(t *testing.T) {
 	// m2 joins the cache; the queueing handler runs before the
 	// snapshot's own one.
 	reader.members = append(reader.members, st.Member("m2"))
-	reqs := r.enqueueAll(&workv1alpha1.ResourceBindingList{}, false)(ctx, &reader.members[1])
+	reqs := r.enqueueAll(&workv1alpha1.ResourceBindingList{})(ctx, &reader.members[1])
 	if len(reqs) != 1 {
 		t.Fatalf("queued %v, want the one binding", reqs)
 	}

@@ -79,7 +79,20 @@ func (r *Renderer) removeWork(ctx context.Context, w *workv1alpha1.Work, trigger
 	return 0, nil
 }
 
-// keepWork drops a Work wanted again from its member's removal queue.
+// removeAskedFor deletes a Work whose removal a user asked for (its
+// template or binding deleted): at once, whatever the member's pace, and
+// out of the member's removal queue if a narrowed placement had put it
+// there.
+func (r *Renderer) removeAskedFor(ctx context.Context, w *workv1alpha1.Work) error {
+	if err := r.deleteWork(ctx, w); err != nil {
+		return err
+	}
+	r.keepWork(ctx, w.Labels[clusterv1alpha1.MemberLabel], w)
+	return nil
+}
+
+// keepWork drops a Work wanted again, or removed by other means, from its
+// member's removal queue.
 func (r *Renderer) keepWork(ctx context.Context, memberName string, w *workv1alpha1.Work) {
 	if r.Removals == nil || !r.Removals.Forget(memberName, w.Namespace+"/"+w.Name) {
 		return
@@ -141,18 +154,14 @@ func (r *Renderer) setPacedCondition(ctx context.Context, member *clusterv1alpha
 	}
 }
 
-// removalTrigger names what asks for a binding's Works to go, for reports.
-func removalTrigger(b workv1alpha1.Binding, member string, deleting bool) string {
-	res := b.BindingSpec().Resource
+// removalTrigger names what asks for a binding's Works to leave a member
+// (a placement narrowed), for reports.
+func removalTrigger(b workv1alpha1.Binding, member string) string {
 	kind := KindResourceBinding
 	if b.GetNamespace() == "" {
 		kind = KindClusterResourceBinding
 	}
-	name := kind + " " + objectName(b.GetNamespace(), b.GetName())
-	if deleting {
-		return fmt.Sprintf("%s being deleted (%s %s deleted on the hub)", name, res.Kind, objectName(res.Namespace, res.Name))
-	}
-	return fmt.Sprintf("%s no longer placing on %s", name, member)
+	return fmt.Sprintf("%s %s no longer placing on %s", kind, objectName(b.GetNamespace(), b.GetName()), member)
 }
 
 // pacedNote is the Rendered message's note on removals that wait.

@@ -258,23 +258,22 @@ func (r *Renderer) Reconcile(ctx context.Context, kind string, req ctrl.Request)
 
 // reconcileDelete deletes the binding's Works and lets the binding go once
 // they are gone (their own finalizers first remove the objects from members).
+// A binding goes when its template does (deleted by the user, or with its
+// hub namespace) or when someone deletes it: a removal asked for, made at
+// once as in Karmada, never paced (removeAskedFor).
 func (r *Renderer) reconcileDelete(ctx context.Context, key bindingKey, b workv1alpha1.Binding) (ctrl.Result, error) {
 	works, err := r.worksOf(ctx, b)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var wait time.Duration
 	for i := range works {
-		w, err := r.removeWork(ctx, &works[i], removalTrigger(b, works[i].Labels[clusterv1alpha1.MemberLabel], true))
-		if err != nil {
+		if err := r.removeAskedFor(ctx, &works[i]); err != nil {
 			return ctrl.Result{}, err
 		}
-		wait = minPositive(wait, w)
 	}
 	if len(works) > 0 {
-		// Work deletions bring the binding back here; paced ones come back
-		// when their turn may have come.
-		return ctrl.Result{RequeueAfter: wait}, nil
+		// The Works' deletions bring the binding back here.
+		return ctrl.Result{}, nil
 	}
 	before := b.DeepCopyObject().(client.Object)
 	if controllerutil.RemoveFinalizer(b, workv1alpha1.BindingFinalizer) {
@@ -779,7 +778,7 @@ func (r *Renderer) removeStaleWorks(ctx context.Context, s *rendering) (bool, er
 			r.keepWork(ctx, member, &works[i])
 			continue
 		}
-		wait, err := r.removeWork(ctx, &works[i], removalTrigger(s.binding, member, false))
+		wait, err := r.removeWork(ctx, &works[i], removalTrigger(s.binding, member))
 		if err != nil {
 			return false, err
 		}

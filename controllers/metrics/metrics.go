@@ -27,6 +27,15 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 	}, []string{"result"})
 
+	// BindingsWaitingForPlacement: bindings whose last decision placed
+	// less than their policy asks (PartiallyScheduled) or could not place
+	// them (Unschedulable, NoClusterFit, QuotaExceeded, …), by that
+	// Scheduled reason; each is decided again when room or quota frees.
+	BindingsWaitingForPlacement = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flotilla_bindings_waiting_for_placement",
+		Help: "Bindings placed short of what their policy asks, or not placed, waiting for room or quota, by the Scheduled condition's reason.",
+	}, []string{"reason"})
+
 	// QuotaRefusals: scheduling decisions refused by a
 	// FederatedResourceQuota, by namespace.
 	QuotaRefusals = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -94,7 +103,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(SchedulingDecisionDuration, QuotaRefusals, WorkApplyDuration, RenderToApplied, RenderToHealthy,
+	metrics.Registry.MustRegister(SchedulingDecisionDuration, BindingsWaitingForPlacement, QuotaRefusals, WorkApplyDuration, RenderToApplied, RenderToHealthy,
 		MemberApplyErrors, MemberUnreachable, Evictions, EvictionMode, UnhealthyMembers)
 }
 

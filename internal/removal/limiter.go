@@ -31,6 +31,11 @@ type Limiter struct {
 
 type member struct {
 	removed []time.Time // in the current window, oldest first
+	// size is the member's Works when this burst of removals started (the
+	// most seen since): the pace is a share of it, so that a burst of
+	// removals goes in a bounded number of windows, not geometrically as
+	// a share of what is left would.
+	size int
 	// waiting maps each Work refused a slot to what asked for its removal.
 	waiting map[string]string
 }
@@ -64,8 +69,11 @@ func (l *Limiter) Take(memberName, work, trigger string, live int, now time.Time
 	}
 	cut := now.Add(-l.Window)
 	m.removed = slices.DeleteFunc(m.removed, func(t time.Time) bool { return !t.After(cut) })
-	// The member's size before this window's removals.
-	limit := max(l.Burst, int(l.Share*float64(live+len(m.removed))))
+	// The member's size before this window's removals, and before the
+	// burst's earlier windows: the member is forgotten when idle, so a
+	// burst starts with a fresh size.
+	m.size = max(m.size, live+len(m.removed))
+	limit := max(l.Burst, int(l.Share*float64(m.size)))
 	if len(m.removed) < limit {
 		m.removed = append(m.removed, now)
 		_, waited := m.waiting[work]

@@ -38,17 +38,25 @@ func TestAShareOfTheMemberGoesPerWindowAndTheRestWaits(t *testing.T) {
 	if n, triggers := l.Waiting("m"); n != 30 || len(triggers) != 1 || triggers[0] != "policy p narrowed" {
 		t.Fatalf("waiting %d %v", n, triggers)
 	}
-	// A window later, a share of what is left goes (30 live: 7).
-	t1 := t0.Add(time.Minute + time.Second)
-	allowed = 0
-	for i := 10; i < 40; i++ {
-		if l.Take("m", fmt.Sprint(i), "policy p narrowed", live, t1).Allowed {
-			allowed++
-			live--
+	// Each window later, a share of the member's size when the burst
+	// started goes (10 of 40), not a share of what is left (7 of 30, then
+	// 5 of 23…): the 40 go in 4 windows.
+	windows := 1
+	for at := t0; live > 0; windows++ {
+		at = at.Add(time.Minute + time.Second)
+		allowed = 0
+		for i := 40 - live; i < 40; i++ {
+			if l.Take("m", fmt.Sprint(i), "policy p narrowed", live, at).Allowed {
+				allowed++
+				live--
+			}
+		}
+		if allowed != 10 {
+			t.Fatalf("%d allowed in window %d, want 10", allowed, windows+1)
 		}
 	}
-	if allowed != 7 {
-		t.Fatalf("%d allowed in the second window, want 7", allowed)
+	if windows != 4 {
+		t.Fatalf("the 40 removals took %d windows, want 4", windows)
 	}
 }
 

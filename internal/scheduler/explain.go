@@ -42,6 +42,7 @@ func (d *decision) result() *Result {
 	res.Explanation.row, res.Explanation.rank = d.explainer(o)
 	if o.err == nil && !d.quotaRefused {
 		res.Clusters = d.targetClusters(o)
+		res.Short = d.shortMembers(o)
 	}
 	return res
 }

@@ -15,7 +15,11 @@ type Result struct {
 	// member (package membernames), or is "". A failure's message starts
 	// with it; a success still carries it for the Scheduled condition.
 	UnknownMembers string
-	Explanation    Explanation
+	// Short lists the members the placement asked for and could not have
+	// for capacity, sorted by name: a placement that succeeded with less
+	// than the policy asks (Scheduled=False, PartiallyScheduled).
+	Short       []ShortMember
+	Explanation Explanation
 }
 
 // Explanation is everything a user needs to see why a placement is what it is.

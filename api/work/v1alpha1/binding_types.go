@@ -397,6 +397,12 @@ const (
 	BindingReasonNoClusterFit   = "NoClusterFit"
 	BindingReasonUnschedulable  = "Unschedulable"
 	BindingReasonQuotaExceeded  = "QuotaExceeded"
+	// BindingReasonPartiallyScheduled: Scheduled=False while the placement
+	// in force gives less than the policy asks (a Duplicated binding left
+	// off members its affinity selects, for capacity); the message names
+	// them and why. The binding runs where it was placed and is decided
+	// again when one of them has room.
+	BindingReasonPartiallyScheduled = "PartiallyScheduled"
 
 	// Reasons of Rendered (and QuotaExceeded: a member's Work would take
 	// the namespace past a FederatedResourceQuota and is not written).
@@ -451,7 +457,7 @@ const (
 // +kubebuilder:printcolumn:name="Fully-Applied",type=string,JSONPath=`.status.conditions[?(@.type=="FullyApplied")].status`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`,priority=1
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // ResourceBinding ties a namespaced template to its placement.
@@ -486,7 +492,7 @@ type ResourceBindingList struct {
 // +kubebuilder:printcolumn:name="Fully-Applied",type=string,JSONPath=`.status.conditions[?(@.type=="FullyApplied")].status`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableReplicas`,priority=1
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // ClusterResourceBinding ties a cluster-scoped template to its placement.

@@ -13,13 +13,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/controllers/binding"
 )
 
-// TestAMassRemovalIsPacedAndReported: deleting many templates at once
-// removes their objects from a member no faster than the member's removal
-// pace; the member says so, naming what asked for the removals, and says
-// when nothing waits any more.
+// TestAMassRemovalIsPacedAndReported: many placements narrowed off a member
+// at once (nobody asked for the objects to go: a policy narrowed by
+// mistake, a member no longer matching) remove their objects from it no
+// faster than the member's removal pace; the member says so, naming what
+// asked for the removals, and says when nothing waits any more.
 func TestAMassRemovalIsPacedAndReported(t *testing.T) {
 	const ns, n = "mass", 24
 	namespace(t, ns, true)
@@ -34,8 +36,9 @@ spec:
 		fmt.Fprintf(&manifests, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%02d, namespace: mass, labels: {app: mass}}\ndata: {i: \"%d\"}\n", i, i)
 	}
 	createYAML(t, manifests.String())
+	bindings := make([]*workv1alpha1.ResourceBinding, n)
 	for i := range n {
-		bindAndSchedule(t, ns, fmt.Sprintf("cm-%02d", i), "ConfigMap", placement(member1, 0))
+		bindings[i] = bindAndSchedule(t, ns, fmt.Sprintf("cm-%02d", i), "ConfigMap", placement(member1, 0))
 	}
 	inMember1 := func() (int, error) {
 		list := &corev1.ConfigMapList{}
@@ -54,8 +57,8 @@ spec:
 	// Everything that came before in the suite has left its window.
 	time.Sleep(removals.Window)
 	start := time.Now()
-	if err := hub.Client.DeleteAllOf(ctx(), &corev1.ConfigMap{}, client.InNamespace(ns), client.MatchingLabels{"app": "mass"}); err != nil {
-		t.Fatal(err)
+	for _, rb := range bindings {
+		schedule(t, rb, nil)
 	}
 	member := func() (*clusterv1alpha1.MemberCluster, error) {
 		mc := &clusterv1alpha1.MemberCluster{}
@@ -67,7 +70,7 @@ spec:
 			return err
 		}
 		return hasCondition(mc, clusterv1alpha1.ConditionRemovalsPaced, metav1.ConditionTrue, binding.RemovalsPacedReason,
-			"being deleted (ConfigMap mass/cm-")
+			"the first to wait was asked for by ResourceBinding mass/cm-")
 	})
 	eventually(t, "a MassRemoval event on member1", func() error {
 		return eventOn("", member1, binding.RemovalsPacedReason, "is paced: at most")
@@ -83,9 +86,11 @@ spec:
 		}
 	}
 	// The first window allows fewer than n: removing them all spans at
-	// least one more.
-	if took := time.Since(start); took < removals.Window {
-		t.Errorf("all %d removed in %s, within one window of %s", n, took, removals.Window)
+	// least one more, and no more than the windows a share of the member's
+	// size at the start allows (24 at a quarter: 6 a window, 4 windows),
+	// not a share of what is left each window.
+	if took := time.Since(start); took < removals.Window || took > 5*removals.Window {
+		t.Errorf("all %d removed in %s, want between one and five windows of %s", n, took, removals.Window)
 	}
 	t.Logf("MEASURE %d removals from one member paced at a share of %.2f per %s: %s", n, removals.Share, removals.Window, time.Since(start).Round(100*time.Millisecond))
 	eventually(t, "member1 says nothing waits any more", func() error {
@@ -115,7 +120,7 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: one, namespace: resumed, labels: {app: resumed}}
 `)
-	bindAndSchedule(t, ns, "one", "ConfigMap", placement(member2, 0))
+	rb := bindAndSchedule(t, ns, "one", "ConfigMap", placement(member2, 0))
 	inMember2 := func() error {
 		return members[member2].Get(ctx(), client.ObjectKey{Namespace: ns, Name: "one"}, &corev1.ConfigMap{})
 	}
@@ -136,9 +141,7 @@ metadata: {name: one, namespace: resumed, labels: {app: resumed}}
 	time.Sleep(removals.Window)
 
 	start := time.Now()
-	if err := hub.Client.Delete(ctx(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "one"}}); err != nil {
-		t.Fatal(err)
-	}
+	schedule(t, rb, nil)
 	for deadline := time.Now().Add(4 * removals.Window); ; time.Sleep(100 * time.Millisecond) {
 		err := inMember2()
 		if apierrors.IsNotFound(err) {
@@ -149,7 +152,7 @@ metadata: {name: one, namespace: resumed, labels: {app: resumed}}
 		}
 	}
 	if took := time.Since(start); took < removals.Window-time.Second {
-		t.Errorf("removed %s after the template's deletion: the new leader did not wait out the window of %s its predecessor may have used up", took, removals.Window)
+		t.Errorf("removed %s after the placement narrowed: the new leader did not wait out the window of %s its predecessor may have used up", took, removals.Window)
 	}
 	eventually(t, "member2 says nothing waits any more", func() error {
 		if err := hub.Client.Get(ctx(), client.ObjectKey{Name: member2}, mc); err != nil {
@@ -157,4 +160,64 @@ metadata: {name: one, namespace: resumed, labels: {app: resumed}}
 		}
 		return hasCondition(mc, clusterv1alpha1.ConditionRemovalsPaced, metav1.ConditionFalse, clusterv1alpha1.RemovalsNotPacedReason, "")
 	})
+}
+
+// TestDeletingTemplatesRemovesTheirObjectsAtOnce: a removal the user asked
+// for — templates deleted, or the hub namespace holding them — is made at
+// once, as in Karmada, however many there are: no removal pace, no
+// RemovalsPaced condition on the member.
+func TestDeletingTemplatesRemovesTheirObjectsAtOnce(t *testing.T) {
+	const ns, n = "deleted-at-once", 24
+	namespace(t, ns, true)
+	var manifests strings.Builder
+	manifests.WriteString(`apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: all, namespace: deleted-at-once}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {app: gone}}}]
+`)
+	for i := range n {
+		fmt.Fprintf(&manifests, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%02d, namespace: deleted-at-once, labels: {app: gone}}\n", i)
+	}
+	createYAML(t, manifests.String())
+	for i := range n {
+		bindAndSchedule(t, ns, fmt.Sprintf("cm-%02d", i), "ConfigMap", placement(member2, 0))
+	}
+	inMember2 := func() (int, error) {
+		list := &corev1.ConfigMapList{}
+		if err := members[member2].List(ctx(), list, client.InNamespace(ns), client.MatchingLabels{"app": "gone"}); err != nil {
+			return 0, err
+		}
+		return len(list.Items), nil
+	}
+	eventually(t, "every ConfigMap in member2", func() error {
+		if got, err := inMember2(); err != nil || got != n {
+			return fmt.Errorf("%d of %d (%v)", got, n, err)
+		}
+		return nil
+	})
+
+	start := time.Now()
+	if err := hub.Client.DeleteAllOf(ctx(), &corev1.ConfigMap{}, client.InNamespace(ns), client.MatchingLabels{"app": "gone"}); err != nil {
+		t.Fatal(err)
+	}
+	// Paced, a quarter of 24 would go now and the rest a window later
+	// (5 s): all gone within one window shows none waited for a turn.
+	for deadline := start.Add(removals.Window); ; time.Sleep(50 * time.Millisecond) {
+		got, err := inMember2()
+		if err == nil && got == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d ConfigMaps still in member2 %s after their templates were deleted: removals the user asked for were paced", got, n, time.Since(start).Round(time.Millisecond))
+		}
+	}
+	t.Logf("MEASURE %d templates deleted → their objects gone from the member in %s", n, time.Since(start).Round(10*time.Millisecond))
+	mc := &clusterv1alpha1.MemberCluster{}
+	if err := hub.Client.Get(ctx(), client.ObjectKey{Name: member2}, mc); err != nil {
+		t.Fatal(err)
+	}
+	if conditions.IsTrue(mc, clusterv1alpha1.ConditionRemovalsPaced) {
+		t.Errorf("member2 says its removals are paced: %s", conditions.GetMessage(mc, clusterv1alpha1.ConditionRemovalsPaced))
+	}
 }
