@@ -118,6 +118,11 @@ func deploymentsIn(ctx context.Context, m *fleet.Member, ns string) (int, error)
 var _ = Describe("Redeploy", Ordered, func() {
 	It("places every re-applied workload on all the members it names, never says Success while short, and removes the deleted namespace's objects within 60 s", func(ctx SpecContext) {
 		members := []*fleet.Member{theFleet.Member("member1"), theFleet.Member("member2"), theFleet.Member("member3")}
+		// A member not Ready yet is no candidate (that is no short
+		// placement): the spec starts on a fleet that is up.
+		for _, m := range members {
+			readyMember(ctx, m)
+		}
 		DeferCleanup(func(ctx SpecContext) {
 			for _, ns := range []string{"redeploy-a", "redeploy-b"} {
 				_ = theFleet.Hub.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})

@@ -75,6 +75,7 @@ type options struct {
 	renewDeadline          time.Duration
 	retryPeriod            time.Duration
 	memberApplyTimeout     time.Duration
+	memberMaxBackoff       time.Duration
 	memberConcurrentWorks  int
 	concurrentWorkSyncs    int
 	concurrentBindingSyncs int
@@ -110,6 +111,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership (and exits).")
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How often candidates try to acquire or renew the Lease.")
 	fs.DurationVar(&o.memberApplyTimeout, "member-apply-timeout", execution.DefaultMemberTimeout, "How long applying one Work to a Push-mode member may take before the member counts as unreachable and is left alone for a backoff.")
+	fs.DurationVar(&o.memberMaxBackoff, "member-unreachable-max-backoff", memberclient.DefaultMaxBackoff, "The longest a Push-mode member that did not answer is left alone before the hub tries it again (the backoff doubles from 2s up to it); also the longest a member that answers again waits for its Works.")
 	fs.Float64Var(&o.removals.Share, "member-removal-share", 0.25, "Share of a member's Works whose objects may be removed from it within --member-removal-window; more removals wait their turn, reported by the MemberCluster's RemovalsPaced condition and an event (1 removes everything at once).")
 	fs.IntVar(&o.removals.Burst, "member-removal-burst", 10, "Removals always allowed per member within --member-removal-window, whatever the share.")
 	fs.DurationVar(&o.removals.Window, "member-removal-window", time.Minute, "Span over which --member-removal-share is counted.")
@@ -229,6 +231,9 @@ func run(opts *options) error {
 	if opts.memberApplyTimeout <= 0 {
 		return fmt.Errorf("--member-apply-timeout must be positive, got %s", opts.memberApplyTimeout)
 	}
+	if opts.memberMaxBackoff <= 0 {
+		return fmt.Errorf("--member-unreachable-max-backoff must be positive, got %s", opts.memberMaxBackoff)
+	}
 	if opts.memberWithdrawTimeout <= 0 {
 		return fmt.Errorf("--member-withdraw-timeout must be positive, got %s", opts.memberWithdrawTimeout)
 	}
@@ -339,6 +344,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, opts *options) erro
 		}
 	}
 	health := memberclient.NewHealth()
+	health.MaxBackoff = opts.memberMaxBackoff
 	connections := memberclient.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), health)
 	connections.QPS, connections.Burst = opts.clusterAPIQPS, opts.clusterAPIBurst
 	members := propagation.MemberClientsFrom(connections)

@@ -98,4 +98,3 @@ func BenchmarkCapacityReportWithManyShortBindings(b *testing.B) {
 	b.ReportMetric(float64(queued), "queued/report")
 	b.ReportMetric(float64(w.len()), "waiting")
 }
-

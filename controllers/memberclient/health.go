@@ -24,9 +24,13 @@ import (
 // its waiting Works are applied at once.
 type Health struct {
 	// MinBackoff is how long a member is left alone after its first failure
-	// in a row. Default 5s.
+	// in a row. Default 2s.
 	MinBackoff time.Duration
-	// MaxBackoff bounds the doubling. Default 2m.
+	// MaxBackoff bounds the doubling. Default 5s: the backoff is also how
+	// late the hub learns that a member answers again (only a request
+	// tells it), so a long one left a member that hung for a minute
+	// waiting up to minutes for its Works; a short one costs a hung member
+	// one bounded request every few seconds.
 	MaxBackoff time.Duration
 
 	now func() time.Time
@@ -57,6 +61,12 @@ func (e *UnreachableError) Error() string {
 
 func (e *UnreachableError) Unwrap() error { return e.Cause }
 
+// The default backoffs of a member that does not answer.
+const (
+	DefaultMinBackoff = 2 * time.Second
+	DefaultMaxBackoff = 5 * time.Second
+)
+
 // NewHealth returns a Health with default backoffs.
 func NewHealth() *Health {
 	return &Health{recovered: make(chan string, 64)}
@@ -64,10 +74,10 @@ func NewHealth() *Health {
 
 func (h *Health) defaults() {
 	if h.MinBackoff <= 0 {
-		h.MinBackoff = 5 * time.Second
+		h.MinBackoff = min(DefaultMinBackoff, max(h.MaxBackoff, time.Millisecond))
 	}
 	if h.MaxBackoff < h.MinBackoff {
-		h.MaxBackoff = max(2*time.Minute, h.MinBackoff)
+		h.MaxBackoff = max(DefaultMaxBackoff, h.MinBackoff)
 	}
 	if h.now == nil {
 		h.now = time.Now
