@@ -25,34 +25,7 @@ import (
 func TestAMassRemovalIsPacedAndReported(t *testing.T) {
 	const ns, n = "mass", 24
 	namespace(t, ns, true)
-	var manifests strings.Builder
-	manifests.WriteString(`apiVersion: policy.flotilla.io/v1alpha1
-kind: PropagationPolicy
-metadata: {name: all, namespace: mass}
-spec:
-  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {app: mass}}}]
-`)
-	for i := range n {
-		fmt.Fprintf(&manifests, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%02d, namespace: mass, labels: {app: mass}}\ndata: {i: \"%d\"}\n", i, i)
-	}
-	createYAML(t, manifests.String())
-	bindings := make([]*workv1alpha1.ResourceBinding, n)
-	for i := range n {
-		bindings[i] = bindAndSchedule(t, ns, fmt.Sprintf("cm-%02d", i), "ConfigMap", placement(member1, 0))
-	}
-	inMember1 := func() (int, error) {
-		list := &corev1.ConfigMapList{}
-		if err := members[member1].List(ctx(), list, client.InNamespace(ns), client.MatchingLabels{"app": "mass"}); err != nil {
-			return 0, err
-		}
-		return len(list.Items), nil
-	}
-	eventually(t, "every ConfigMap in member1", func() error {
-		if got, err := inMember1(); err != nil || got != n {
-			return fmt.Errorf("%d of %d (%v)", got, n, err)
-		}
-		return nil
-	})
+	bindings, inMember1 := placedConfigMaps(t, ns, "mass", member1, n)
 
 	// Everything that came before in the suite has left its window.
 	time.Sleep(removals.Window)
@@ -169,33 +142,7 @@ metadata: {name: one, namespace: resumed, labels: {app: resumed}}
 func TestDeletingTemplatesRemovesTheirObjectsAtOnce(t *testing.T) {
 	const ns, n = "deleted-at-once", 24
 	namespace(t, ns, true)
-	var manifests strings.Builder
-	manifests.WriteString(`apiVersion: policy.flotilla.io/v1alpha1
-kind: PropagationPolicy
-metadata: {name: all, namespace: deleted-at-once}
-spec:
-  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {app: gone}}}]
-`)
-	for i := range n {
-		fmt.Fprintf(&manifests, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%02d, namespace: deleted-at-once, labels: {app: gone}}\n", i)
-	}
-	createYAML(t, manifests.String())
-	for i := range n {
-		bindAndSchedule(t, ns, fmt.Sprintf("cm-%02d", i), "ConfigMap", placement(member2, 0))
-	}
-	inMember2 := func() (int, error) {
-		list := &corev1.ConfigMapList{}
-		if err := members[member2].List(ctx(), list, client.InNamespace(ns), client.MatchingLabels{"app": "gone"}); err != nil {
-			return 0, err
-		}
-		return len(list.Items), nil
-	}
-	eventually(t, "every ConfigMap in member2", func() error {
-		if got, err := inMember2(); err != nil || got != n {
-			return fmt.Errorf("%d of %d (%v)", got, n, err)
-		}
-		return nil
-	})
+	_, inMember2 := placedConfigMaps(t, ns, "gone", member2, n)
 
 	start := time.Now()
 	if err := hub.Client.DeleteAllOf(ctx(), &corev1.ConfigMap{}, client.InNamespace(ns), client.MatchingLabels{"app": "gone"}); err != nil {
@@ -220,4 +167,41 @@ spec:
 	if conditions.IsTrue(mc, clusterv1alpha1.ConditionRemovalsPaced) {
 		t.Errorf("member2 says its removals are paced: %s", conditions.GetMessage(mc, clusterv1alpha1.ConditionRemovalsPaced))
 	}
+}
+
+// placedConfigMaps creates in ns a policy selecting ConfigMaps labelled
+// app=<app> and n such ConfigMaps, places their bindings on member, and
+// waits until all n are there. It returns the bindings and a count of
+// those ConfigMaps in the member.
+func placedConfigMaps(t *testing.T, ns, app, member string, n int) ([]*workv1alpha1.ResourceBinding, func() (int, error)) {
+	t.Helper()
+	var manifests strings.Builder
+	fmt.Fprintf(&manifests, `apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: all, namespace: %s}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: ConfigMap, labelSelector: {matchLabels: {app: %s}}}]
+`, ns, app)
+	for i := range n {
+		fmt.Fprintf(&manifests, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%02d, namespace: %s, labels: {app: %s}}\n", i, ns, app)
+	}
+	createYAML(t, manifests.String())
+	bindings := make([]*workv1alpha1.ResourceBinding, n)
+	for i := range n {
+		bindings[i] = bindAndSchedule(t, ns, fmt.Sprintf("cm-%02d", i), "ConfigMap", placement(member, 0))
+	}
+	count := func() (int, error) {
+		list := &corev1.ConfigMapList{}
+		if err := members[member].List(ctx(), list, client.InNamespace(ns), client.MatchingLabels{"app": app}); err != nil {
+			return 0, err
+		}
+		return len(list.Items), nil
+	}
+	eventually(t, "every ConfigMap in "+member, func() error {
+		if got, err := count(); err != nil || got != n {
+			return fmt.Errorf("%d of %d (%v)", got, n, err)
+		}
+		return nil
+	})
+	return bindings, count
 }

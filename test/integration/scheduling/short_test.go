@@ -127,4 +127,3 @@ func templateEvent(t *testing.T, name, eventType, reason, note string) {
 	}
 	t.Fatalf("no %s %s event on Deployment %s containing %q; events on it: %q", eventType, reason, name, note, seen)
 }
-
