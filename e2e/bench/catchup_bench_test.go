@@ -143,4 +143,3 @@ spec:
       - {name: app, image: registry.k8s.io/pause:3.10, resources: {requests: {cpu: 10m}}}
 `, ns, name, version)
 }
-
