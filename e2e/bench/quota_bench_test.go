@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,7 +47,13 @@ spec:
 			b.Fatal(err)
 		}
 		waitScheduled(ctx, b, f, ns, "holder", workv1alpha1.BindingReasonSuccess)
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		hops, err := watchQuotaHops(watchCtx, f, ns)
+		if err != nil {
+			b.Fatal(err)
+		}
 		var lat []time.Duration
+		var runHops [][4]time.Duration
 		b.ResetTimer()
 		for i := range runs {
 			name := fmt.Sprintf("waiter%02d", i)
@@ -62,19 +72,113 @@ spec:
 				b.Fatal(err)
 			}
 			lat = append(lat, waitScheduled(ctx, b, f, ns, name, workv1alpha1.BindingReasonSuccess).Sub(start))
+			runHops = append(runHops, hops.since(start, int32(runs-1-i), name+"-deployment"))
 		}
 		b.StopTimer()
+		stopWatch()
 		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 		p := func(q float64) float64 { return float64(lat[int(q*float64(len(lat)-1))].Milliseconds()) }
 		b.ReportMetric(p(0.50), "quota-freed-to-placed-p50-ms")
 		b.ReportMetric(p(0.99), "quota-freed-to-placed-p99-ms")
 		fmt.Fprintf(os.Stderr, "quota freed (holder scaled down on the hub) → waiting binding Scheduled=True, %d runs: p50 %.0f ms, p99 %.0f ms, all %v\n",
 			runs, p(0.50), p(0.99), lat)
+		// Where each run's time went, slowest first: the holder's binding
+		// taking the new replica count (detector), its placement shrinking
+		// (scheduler), its renderedUsage shrinking (renderer: what frees
+		// quota), the waiter placed (quota retry and its decision).
+		order := make([]int, len(runHops))
+		for i := range order {
+			order[i] = i
+		}
+		sort.Slice(order, func(i, j int) bool { return runHops[order[i]][3] > runHops[order[j]][3] })
+		var rows []string
+		for _, i := range order {
+			h := runHops[i]
+			rows = append(rows, fmt.Sprintf("%v→%v→%v→%v", h[0].Round(time.Millisecond), (h[1]-h[0]).Round(time.Millisecond),
+				(h[2]-h[1]).Round(time.Millisecond), (h[3]-h[2]).Round(time.Millisecond)))
+		}
+		fmt.Fprintf(os.Stderr, "  hops per run, slowest first (patch→holder binding replicas, →holder placement, →holder renderedUsage, →waiter placed): %s\n", strings.Join(rows, " "))
 	}
 }
 
 // waitScheduled polls a Deployment's binding every 10 ms until its
 // Scheduled condition has reason and returns when it was seen.
+// quotaHops records, from a watch of the namespace's bindings, when each
+// event was seen.
+type quotaHops struct {
+	mu     sync.Mutex
+	events []quotaEvent
+}
+
+type quotaEvent struct {
+	at               time.Time
+	name             string
+	replicas, placed int32
+	renderedMilliCPU int64
+	scheduled        bool
+}
+
+func watchQuotaHops(ctx context.Context, f *fleet.Fleet, ns string) (*quotaHops, error) {
+	c, err := client.NewWithWatch(f.Hub.RESTConfig(), client.Options{Scheme: f.Hub.Client.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	h := &quotaHops{}
+	go follow(ctx, c, &workv1alpha1.ResourceBindingList{}, []client.ListOption{client.InNamespace(ns)}, func(o runtime.Object, at time.Time) {
+		rb, ok := o.(*workv1alpha1.ResourceBinding)
+		if !ok {
+			return
+		}
+		e := quotaEvent{at: at, name: rb.Name, replicas: rb.Spec.Replicas, scheduled: conditions.IsTrue(rb, workv1alpha1.ConditionScheduled)}
+		for _, tc := range rb.Spec.Clusters {
+			e.placed += tc.Replicas
+		}
+		if q, ok := rb.Status.RenderedUsage[corev1.ResourceCPU]; ok {
+			e.renderedMilliCPU = q.MilliValue()
+		} else {
+			e.renderedMilliCPU = -1
+		}
+		h.mu.Lock()
+		h.events = append(h.events, e)
+		h.mu.Unlock()
+	})
+	return h, nil
+}
+
+// since returns, after start, when the holder's binding was first seen
+// with replicas, then placed with them, then rendered with them (50m
+// each), and when waiter was first seen Scheduled; a hop not seen counts
+// as the next one.
+func (h *quotaHops) since(start time.Time, replicas int32, waiter string) [4]time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var at [4]time.Time
+	for _, e := range h.events {
+		if e.at.Before(start) {
+			continue
+		}
+		seen := [4]bool{
+			e.name == "holder-deployment" && e.replicas == replicas,
+			e.name == "holder-deployment" && e.placed == replicas,
+			e.name == "holder-deployment" && e.renderedMilliCPU == int64(replicas)*50,
+			e.name == waiter && e.scheduled,
+		}
+		for i := range at {
+			if seen[i] && at[i].IsZero() {
+				at[i] = e.at
+			}
+		}
+	}
+	var out [4]time.Duration
+	for i := len(at) - 1; i >= 0; i-- {
+		if at[i].IsZero() && i < len(at)-1 {
+			at[i] = at[i+1]
+		}
+		out[i] = at[i].Sub(start)
+	}
+	return out
+}
+
 func waitScheduled(ctx context.Context, b *testing.B, f *fleet.Fleet, ns, name, reason string) time.Time {
 	deadline := time.Now().Add(2 * time.Minute)
 	var last *metav1.Condition
