@@ -63,6 +63,8 @@ func BenchmarkBurstTail(b *testing.B) {
 		b.ReportMetric(h99/d99, "ratio-p99")
 		fmt.Fprintf(os.Stderr, "burst of %d Deployments × 3 members, apply → Ready in the member: direct p50 %.0f ms, p99 %.0f ms (all in %s); through the hub p50 %.0f ms, p99 %.0f ms (all in %s); ratio p50 %.2f× (target ≤ 1.10), p99 %.2f× (target ≤ 1.25)\n",
 			workloads, d50, d99, direct.span.Round(time.Millisecond), h50, h99, hub.span.Round(time.Millisecond), h50/d50, h99/d99)
+		load, _ := os.ReadFile("/proc/loadavg")
+		fmt.Fprintln(os.Stderr, "  load after: "+strings.TrimSpace(string(load)))
 		fmt.Fprintln(os.Stderr, "  direct: "+direct.hops())
 		fmt.Fprintln(os.Stderr, "  hub:    "+hub.hops())
 		if times, err := controllerTimes(ctx, f, "detector", "scheduling-resourcebinding", "works-resourcebinding", "execution"); err == nil {
