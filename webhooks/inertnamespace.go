@@ -11,6 +11,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+
 	"github.com/flotilla-io/flotilla/internal/tenancy"
 )
 
@@ -71,7 +73,8 @@ func (w *InertNamespace) Handle(_ context.Context, req admission.Request) admiss
 			return admission.Denied(fmt.Sprintf("%s; a Service of type %s would open the hub (propagate it in an envelope)", why, svc.Spec.Type))
 		}
 		if len(svc.Spec.ExternalIPs) > 0 {
-			return admission.Denied(fmt.Sprintf("%s; a Service with spec.externalIPs (%s) would make the hub's nodes answer for those addresses (propagate it in an envelope)", why, strings.Join(svc.Spec.ExternalIPs, ", ")))
+			return admission.Denied(fmt.Sprintf("%s; a Service with spec.externalIPs (%s) would make the hub's nodes answer for those addresses (members refuse it too, from an envelope or an override, unless a cluster admin labels the namespace %s=true; then propagate it in an envelope)",
+				why, strings.Join(svc.Spec.ExternalIPs, ", "), policyv1alpha1.AllowExternalIPsLabel))
 		}
 	}
 	return admission.Allowed("")

@@ -617,7 +617,7 @@ func (r *Renderer) render(ctx context.Context, s *rendering, target workv1alpha1
 			return nil, workv1alpha1.BindingReasonOverrideFailed, fmt.Errorf("%s %s: %w", dep.GetKind(), dep.GetName(), err)
 		}
 		obj := Strip(out.Object)
-		if ok, err := r.confine(s, target.Name, dep, obj); err != nil {
+		if ok, err := r.confine(ctx, s, target.Name, dep, obj); err != nil {
 			return nil, "", err
 		} else if ok {
 			objs = append(objs, obj)
@@ -628,7 +628,7 @@ func (r *Renderer) render(ctx context.Context, s *rendering, target workv1alpha1
 		return nil, workv1alpha1.BindingReasonOverrideFailed, err
 	}
 	workload := Strip(out.Object)
-	ok, err := r.confine(s, target.Name, s.template, workload)
+	ok, err := r.confine(ctx, s, target.Name, s.template, workload)
 	switch {
 	case err != nil:
 		return nil, "", err
@@ -640,7 +640,7 @@ func (r *Renderer) render(ctx context.Context, s *rendering, target workv1alpha1
 			return nil, workv1alpha1.BindingReasonInvalidEnvelope, err
 		}
 		for _, obj := range contents {
-			if ok, err := r.confine(s, target.Name, nil, obj); err != nil {
+			if ok, err := r.confine(ctx, s, target.Name, nil, obj); err != nil {
 				return nil, "", err
 			} else if ok {
 				objs = append(objs, obj)
@@ -682,21 +682,34 @@ func reasonOf(err error, reason string) string {
 	return reason
 }
 
-// confine applies the tenancy rule to obj, about to go into member's Work:
-// for a ResourceBinding, an object the rule forbids is left out and named
-// in the Rendered condition (reason ForbiddenObject). hub is obj as the hub
+// confine applies the tenancy rules to obj, about to go into member's Work,
+// after overrides: for a ResourceBinding, the namespace rule
+// (tenancy.Confine); for every binding, the traffic rule
+// (tenancy.GrabsTraffic: no Service with externalIPs unless its hub
+// namespace allows them). An object a rule forbids is left out and named in
+// the Rendered condition (reason ForbiddenObject). hub is obj as the hub
 // holds it, before overrides, whose identity obj must keep; nil for an
-// envelope's contents. The error is transient (the scope could not be told).
-func (r *Renderer) confine(s *rendering, member string, hub, obj *unstructured.Unstructured) (bool, error) {
-	if s.key.Kind != KindResourceBinding {
-		return true, nil
+// envelope's contents. The error is transient (the scope or a namespace
+// could not be read).
+func (r *Renderer) confine(ctx context.Context, s *rendering, member string, hub, obj *unstructured.Unstructured) (bool, error) {
+	var err error
+	if s.key.Kind == KindResourceBinding {
+		var keep *tenancy.Identity
+		if hub != nil {
+			id := tenancy.IdentityOf(hub)
+			keep = &id
+		}
+		err = tenancy.Confine(r.RESTMapper, s.binding.GetNamespace(), keep, obj)
 	}
-	var keep *tenancy.Identity
-	if hub != nil {
-		id := tenancy.IdentityOf(hub)
-		keep = &id
+	if err == nil {
+		err = tenancy.GrabsTraffic(obj, func(name string) (map[string]string, error) {
+			ns := &corev1.Namespace{}
+			if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil && !apierrors.IsNotFound(err) {
+				return nil, fmt.Errorf("read namespace %s: %w", name, err)
+			}
+			return ns.Labels, nil
+		})
 	}
-	err := tenancy.Confine(r.RESTMapper, s.binding.GetNamespace(), keep, obj)
 	var v *tenancy.Violation
 	if errors.As(err, &v) {
 		s.fail(member, workv1alpha1.BindingReasonForbiddenObject, "%v", v)

@@ -23,6 +23,14 @@ const (
 	// cluster-scoped: a tenant's admin or edit role cannot set it.
 	AllowOverwriteLabel = "policy.flotilla.io/allow-overwrite"
 
+	// AllowExternalIPsLabel on a hub namespace, "true", is a cluster admin's
+	// mark that Services with spec.externalIPs may be rendered from it into
+	// members. Without it such a Service is left out of every Work, from a
+	// template, an envelope or an override alike: externalIPs make every
+	// node of the member answer for addresses that may be someone else's
+	// (CVE-2020-8554).
+	AllowExternalIPsLabel = "policy.flotilla.io/allow-external-ips"
+
 	// PropagationPolicyPermanentIDLabel on a template (and its binding)
 	// carries the UID of the PropagationPolicy that claims it.
 	PropagationPolicyPermanentIDLabel = "propagationpolicy.flotilla.io/permanent-id"

@@ -416,8 +416,10 @@ const (
 	// BindingReasonInterpreterFailed: a ResourceInterpreterCustomization's
 	// script failed on the template; the message has its error.
 	BindingReasonInterpreterFailed = "InterpreterFailed"
-	// BindingReasonForbiddenObject: an object a ResourceBinding would render
-	// breaks the tenancy rule (internal/tenancy) and is left out of the Work.
+	// BindingReasonForbiddenObject: an object a binding would render breaks a
+	// tenancy rule (internal/tenancy: a ResourceBinding's objects stay in its
+	// namespace; no Service with externalIPs unless its namespace allows
+	// them) and is left out of the Work.
 	BindingReasonForbiddenObject = "ForbiddenObject"
 	// BindingReasonWorkTooLarge: a member's Work would exceed the size the
 	// hub's etcd stores; the message gives its size and the limit, and the

@@ -282,3 +282,111 @@ spec:
 		t.Error(err)
 	}
 }
+
+// TestAServiceWithExternalIPsReachesNoMemberUnlessAClusterAdminAllowsIt:
+// the hub refuses a Service template with spec.externalIPs in a federated
+// namespace (the inert-namespace webhook), so a tenant tries the two other
+// roads to CVE-2020-8554: the same Service inside an envelope, and a plain
+// Service given externalIPs by an OverridePolicy. Neither reaches the
+// member; the binding says which Service and why. Once a cluster admin
+// labels the namespace policy.flotilla.io/allow-external-ips=true, both do.
+func TestAServiceWithExternalIPsReachesNoMemberUnlessAClusterAdminAllowsIt(t *testing.T) {
+	const ns = "tenant-external-ips"
+	namespace(t, ns, true)
+	createYAML(t, `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: grab
+  namespace: tenant-external-ips
+  labels: {flotilla.io/envelope: "true"}
+data:
+  service.yaml: |
+    apiVersion: v1
+    kind: Service
+    metadata: {name: enveloped}
+    spec:
+      selector: {app: grab}
+      ports: [{port: 80}]
+      externalIPs: [203.0.113.10]
+  settings.yaml: |
+    apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: settings}
+    data: {mode: fleet}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: overridden, namespace: tenant-external-ips}
+spec:
+  selector: {app: grab}
+  ports: [{port: 80}]
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: grab, namespace: tenant-external-ips}
+spec:
+  resourceSelectors:
+  - {apiVersion: v1, kind: ConfigMap, name: grab}
+  - {apiVersion: v1, kind: Service, name: overridden}
+---
+apiVersion: policy.flotilla.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: add-external-ips, namespace: tenant-external-ips}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: Service, name: overridden}]
+  overrideRules:
+  - overriders:
+      plaintext: [{path: /spec/externalIPs, operator: add, value: [203.0.113.11]}]
+`)
+	envelope := bindAndSchedule(t, ns, "grab", "ConfigMap", placement(member1, 0))
+	service := bindAndSchedule(t, ns, "overridden", "Service", placement(member1, 0))
+	for _, c := range []struct {
+		rb      *workv1alpha1.ResourceBinding
+		message string
+	}{
+		{envelope, "member member1: v1 Service tenant-external-ips/enveloped is not rendered: spec.externalIPs (203.0.113.10) would make every node of the member answer for those addresses and take their traffic (CVE-2020-8554); a cluster admin allows it by labelling the hub namespace tenant-external-ips policy.flotilla.io/allow-external-ips=true"},
+		{service, "member member1: v1 Service tenant-external-ips/overridden is not rendered: spec.externalIPs (203.0.113.11) would make every node of the member answer"},
+	} {
+		eventually(t, "Rendered=False ForbiddenObject on "+c.rb.Name, func() error {
+			if err := hub.Client.Get(ctx(), keyOf(c.rb), c.rb); err != nil {
+				return err
+			}
+			return hasCondition(c.rb, workv1alpha1.ConditionRendered, metav1.ConditionFalse, workv1alpha1.BindingReasonForbiddenObject, c.message)
+		})
+	}
+	eventually(t, "the envelope's ConfigMap in member1", func() error {
+		return inMember(member1, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "settings"}})
+	})
+	consistently(t, settle, "neither Service in member1", func() error {
+		for _, name := range []string{"enveloped", "overridden"} {
+			if err := goneFromMember(member1, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+
+	// A cluster admin's mark lets both through, with their addresses.
+	hubNS := &corev1.Namespace{}
+	if err := hub.Client.Get(ctx(), client.ObjectKey{Name: ns}, hubNS); err != nil {
+		t.Fatal(err)
+	}
+	before := hubNS.DeepCopy()
+	hubNS.Labels["policy.flotilla.io/allow-external-ips"] = "true"
+	if err := hub.Client.Patch(ctx(), hubNS, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	for name, ip := range map[string]string{"enveloped": "203.0.113.10", "overridden": "203.0.113.11"} {
+		eventually(t, "Service "+name+" in member1 with its externalIPs", func() error {
+			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+			if err := inMember(member1, svc); err != nil {
+				return err
+			}
+			if fmt.Sprint(svc.Spec.ExternalIPs) != "["+ip+"]" {
+				return fmt.Errorf("externalIPs %v, want [%s]", svc.Spec.ExternalIPs, ip)
+			}
+			return nil
+		})
+	}
+}
