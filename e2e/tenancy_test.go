@@ -172,6 +172,77 @@ spec:
 		}).WithContext(ctx).WithTimeout(3 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
 	}, SpecTimeout(3*time.Minute))
 
+	It("cannot take a member's traffic with a Service's externalIPs, on the hub, in an envelope or through an override", func(ctx SpecContext) {
+		err := as.Create(ctx, tenantObject(`
+apiVersion: v1
+kind: Service
+metadata: {name: grab-direct, namespace: tenant-a}
+spec:
+  ports: [{port: 80}]
+  externalIPs: [203.0.113.10]
+`))
+		Expect(err).To(HaveOccurred(), "a Service template with externalIPs")
+		Expect(err.Error()).To(ContainSubstring("would make the hub's nodes answer for those addresses (members refuse it too"))
+		for _, manifest := range []string{`
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: grab
+  namespace: tenant-a
+  labels: {flotilla.io/envelope: "true"}
+data:
+  service.yaml: |
+    apiVersion: v1
+    kind: Service
+    metadata: {name: grab-enveloped}
+    spec:
+      ports: [{port: 80}]
+      externalIPs: [203.0.113.10]
+`, `
+apiVersion: v1
+kind: Service
+metadata: {name: grab-overridden, namespace: tenant-a}
+spec:
+  ports: [{port: 80}]
+`, `
+apiVersion: policy.flotilla.io/v1alpha1
+kind: PropagationPolicy
+metadata: {name: grab, namespace: tenant-a}
+spec:
+  resourceSelectors:
+  - {apiVersion: v1, kind: ConfigMap, name: grab}
+  - {apiVersion: v1, kind: Service, name: grab-overridden}
+  placement: {clusterAffinity: {clusterNames: [member1]}}
+`, `
+apiVersion: policy.flotilla.io/v1alpha1
+kind: OverridePolicy
+metadata: {name: grab, namespace: tenant-a}
+spec:
+  resourceSelectors: [{apiVersion: v1, kind: Service, name: grab-overridden}]
+  overrideRules:
+  - overriders:
+      plaintext: [{path: /spec/externalIPs, operator: add, value: [203.0.113.11]}]
+`} {
+			Expect(as.Create(ctx, tenantObject(manifest))).To(Succeed())
+		}
+		for binding, service := range map[string]string{"grab-configmap": "grab-enveloped", "grab-overridden-service": "grab-overridden"} {
+			eventually(ctx, func(g Gomega) {
+				rb := &workv1alpha1.ResourceBinding{}
+				g.Expect(as.Get(ctx, client.ObjectKey{Namespace: ns, Name: binding}, rb)).To(Succeed(), "the tenant reads its binding")
+				c := conditions.Get(rb, workv1alpha1.ConditionRendered)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Reason).To(Equal(workv1alpha1.BindingReasonForbiddenObject))
+				g.Expect(c.Message).To(ContainSubstring("v1 Service tenant-a/" + service + " is not rendered: spec.externalIPs"))
+				g.Expect(c.Message).To(ContainSubstring("CVE-2020-8554"))
+			}).WithTimeout(timeUnit).Should(Succeed(), "binding "+binding+" says its Service was left out")
+		}
+		member := theFleet.Member("member1")
+		for _, name := range []string{"grab-enveloped", "grab-overridden"} {
+			Expect(apierrors.IsNotFound(member.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Service{}))).
+				To(BeTrue(), "Service "+name+" with externalIPs in member1")
+		}
+	}, SpecTimeout(3*time.Minute))
+
 	It("cannot pass its namespace's FederatedResourceQuota by carrying a workload in an envelope", func(ctx SpecContext) {
 		// The platform team sets the tenant's fleet-wide quota.
 		Expect(theFleet.Hub.Client.Create(ctx, &policyv1alpha1.FederatedResourceQuota{
