@@ -253,6 +253,16 @@ spec:
 // that left the members full (redeploy_test.go).
 func karmadaLab(ctx context.Context) {
 	m1, m2, m3 := theFleet.Member("member1"), theFleet.Member("member2"), theFleet.Member("member3")
+	// Both the Propagation and the Redeploy specs run the lab; the one that
+	// ran first deletes namespace lab when it ends, and templates applied
+	// while it terminates are refused.
+	eventually(ctx, func() error {
+		err := theFleet.Hub.Client.Get(ctx, client.ObjectKey{Name: "lab"}, &corev1.Namespace{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("namespace lab of an earlier lab is still there (%v)", err)
+	}).WithTimeout(2 * timeUnit).Should(Succeed())
 	federatedNamespace(ctx, "lab")
 	Expect(theFleet.Apply(ctx, []byte(labTemplate+"---"+labDuplicated))).To(Succeed())
 
