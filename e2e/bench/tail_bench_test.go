@@ -1,11 +1,8 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sort"
 	"strings"
@@ -19,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/cluster-api/util/conditions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -196,7 +192,6 @@ func (r *burst) hops() string {
 		}
 		out = append(out, fmt.Sprintf("%s p50 %.0f ms p99 %.0f ms (slowest tenth: p50 %.0f ms)", h.name,
 			quantileMs(every, 0.5), quantileMs(every, 0.99), quantileMs(tail, 0.5)))
-		_ = h
 	}
 	return strings.Join(out, "; ")
 }
@@ -229,11 +224,7 @@ func followMemberDeployments(ctx context.Context, b *testing.B, f *fleet.Fleet, 
 // the members as empty as this one did.
 func directBurst(ctx context.Context, b *testing.B, f *fleet.Fleet, ns string, n int) *burst {
 	r := newBurst(false)
-	for _, m := range f.Members() {
-		if err := m.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	createInMembers(b, f, ns)
 	watchCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	followMemberDeployments(watchCtx, b, f, ns, r)
@@ -248,7 +239,7 @@ func directBurst(ctx context.Context, b *testing.B, f *fleet.Fleet, ns string, n
 			for i := range n {
 				name := fmt.Sprintf("w%03d", i)
 				at := time.Now()
-				if err := applyYAML(ctx, m.Client, []byte(milliDeployment(ns, name, 2, "10m"))); err != nil {
+				if err := fleet.ApplyTo(ctx, m.Client, []byte(milliDeployment(ns, name, 2, "10m"))); err != nil {
 					errs <- fmt.Errorf("%s: %w", m.Spec.Name, err)
 					return
 				}
@@ -294,11 +285,7 @@ func hubBurst(ctx context.Context, b *testing.B, f *fleet.Fleet, ns string, n in
 	}
 	// The namespace is made in the members beforehand, as for the direct
 	// run: what is measured is the Deployments' way, not the namespace's.
-	for _, m := range f.Members() {
-		if err := m.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	createInMembers(b, f, ns)
 	watchCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	followMemberDeployments(watchCtx, b, f, ns, r)
@@ -354,6 +341,15 @@ func hubBurst(ctx context.Context, b *testing.B, f *fleet.Fleet, ns string, n in
 	return r
 }
 
+// createInMembers makes namespace ns in every member, straight.
+func createInMembers(b *testing.B, f *fleet.Fleet, ns string) {
+	for _, m := range f.Members() {
+		if err := m.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // workDeployments names the Deployments of ns a Work carries.
 func workDeployments(w *workv1alpha1.Work, ns string) []string {
 	var out []string
@@ -379,25 +375,4 @@ func waitBurstReady(b *testing.B, r *burst, want int, start time.Time) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	r.span = time.Since(start)
-}
-
-// applyYAML server-side applies every object of a YAML stream with c, as
-// fleet.Apply does to the hub.
-func applyYAML(ctx context.Context, c client.Client, manifests []byte) error {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifests), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("flotilla-bench"), client.ForceOwnership); err != nil {
-			return fmt.Errorf("apply %s %s: %w", u.GetKind(), u.GetName(), err)
-		}
-	}
 }

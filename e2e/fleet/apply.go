@@ -21,6 +21,12 @@ import (
 // Apply server-side applies every object of a multi-document YAML to the hub,
 // as `kubectl apply --server-side` would.
 func (f *Fleet) Apply(ctx context.Context, manifests []byte) error {
+	return ApplyTo(ctx, f.Hub.Client, manifests)
+}
+
+// ApplyTo server-side applies every object of a multi-document YAML with c
+// (the hub's client or a member's).
+func ApplyTo(ctx context.Context, c client.Client, manifests []byte) error {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifests), 4096)
 	for {
 		u := &unstructured.Unstructured{}
@@ -33,7 +39,7 @@ func (f *Fleet) Apply(ctx context.Context, manifests []byte) error {
 		if len(u.Object) == 0 {
 			continue
 		}
-		if err := f.Hub.Client.Patch(ctx, u, client.Apply, client.FieldOwner("flotilla-dev"), client.ForceOwnership); err != nil {
+		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("flotilla-dev"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("apply %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 	}
